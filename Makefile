@@ -9,14 +9,19 @@ export HELM4 ?= $(BIN)/tools/helm4/helm
 # The local cluster keeps all of its state here; its kubeconfig is $(CLUSTER_DIR)/kubeconfig.
 export CLUSTER_DIR ?= $(ROOT)/.cluster
 VERSION := 0.1.0
+# Short, bounded fuzz runs that `make test` does (package:target).
+FUZZ_TARGETS := ./keygen:FuzzParseCert ./postrender:FuzzRender
+FUZZ_TIME ?= 10s
 
-.PHONY: all build tools images test unit lint e2e cluster-up cluster-down demo bench fmt vet kind-up
+.PHONY: all build tools images test unit lint fuzz e2e cluster-up cluster-down kind-up demo bench
 
 all: build
 
-build: ## flux-keygen and minicluster-postrender into ./bin
+build: ## flux-keygen, minicluster-postrender and its Helm 4 plugin into ./bin
 	go build -o $(BIN)/flux-keygen ./keygen/cmd/flux-keygen
 	go build -o $(BIN)/minicluster-postrender ./postrender/cmd/minicluster-postrender
+	mkdir -p $(BIN)/helm-plugin/minicluster
+	cp postrender/plugin/plugin.yaml $(BIN)/minicluster-postrender $(BIN)/helm-plugin/minicluster/
 
 tools: $(HELM3) $(HELM4) ## the helm v3 and v4 CLIs, built from the Go module proxy
 
@@ -28,3 +33,38 @@ $(HELM4):
 
 images: ## container images as tarballs in ./bin/images (no Docker needed)
 	go run ./ci/images --out $(BIN)/images --version $(VERSION)
+
+test: build tools lint unit fuzz ## everything; the end-to-end part too when a cluster is reachable
+	@if KUBECONFIG=$${KUBECONFIG:-$(CLUSTER_DIR)/kubeconfig} $(HELM3) version >/dev/null 2>&1 && \
+	   [ -f "$${KUBECONFIG:-$(CLUSTER_DIR)/kubeconfig}" ]; then $(MAKE) e2e; \
+	 else echo "make test: no cluster reachable (KUBECONFIG / $(CLUSTER_DIR)/kubeconfig): end-to-end tests NOT run; 'make cluster-up' starts one"; fi
+
+unit:
+	go test ./...
+
+lint:
+	gofmt -l . | tee /dev/stderr | (! read)
+	go vet ./...
+	$(HELM3) lint --strict charts/minicluster
+	for f in values/*.yaml; do $(HELM3) lint --strict charts/minicluster -f $$f || exit 1; done
+
+fuzz:
+	for t in $(FUZZ_TARGETS); do go test -run='^$$' -fuzz="^$${t#*:}$$" -fuzztime=$(FUZZ_TIME) "$${t%%:*}" || exit 1; done
+
+e2e: build tools images ## end-to-end tests against the cluster in KUBECONFIG (default: the local one)
+	KUBECONFIG=$${KUBECONFIG:-$(CLUSTER_DIR)/kubeconfig} go test -tags e2e -count=1 -timeout 40m -v ./test/e2e/...
+
+bench:
+	go test -run='^$$' -bench=. -benchmem ./...
+
+cluster-up: ## a real single-node Kubernetes on this machine (root, Linux)
+	bash ci/cluster/up.sh
+
+cluster-down:
+	bash ci/cluster/down.sh
+
+kind-up: ## a kind cluster instead (needs Docker), with the images loaded
+	bash ci/cluster/kind-up.sh
+
+demo: ## cluster up, install hello world, show the lead's output, resize, uninstall
+	bash ci/demo.sh
