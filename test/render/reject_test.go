@@ -1,0 +1,134 @@
+package render
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/minicluster/minicluster/test/helmtest"
+)
+
+// TestBadValuesAreRejected: every bad input fails the render (so nothing is created) with a
+// message that names the value and the fix.
+func TestBadValuesAreRejected(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		opts    helmtest.Options
+		wantErr []string
+	}{
+		{"size 0", helmtest.Options{Set: []string{"size=0"}}, []string{"/size", "minimum: got 0, want 1"}},
+		{"negative size", helmtest.Options{Set: []string{"size=-3"}}, []string{"/size", "minimum"}},
+		{"size above maxSize", helmtest.Options{Set: []string{"size=8", "maxSize=6"}},
+			[]string{"size=8 is larger than maxSize=6", "set maxSize to 8 or more"}},
+		{"unknown key", helmtest.Options{Set: []string{"sise=3"}}, []string{"additional properties 'sise' not allowed"}},
+		{"unknown nested key", helmtest.Options{Set: []string{"flux.prot=9000"}}, []string{"/flux", "additional properties 'prot' not allowed"}},
+		{"port too large", helmtest.Options{Set: []string{"flux.port=70000"}}, []string{"/flux/port", "maximum: got 70,000, want 65,535"}},
+		{"port zero", helmtest.Options{Set: []string{"flux.port=0"}}, []string{"/flux/port", "minimum"}},
+		{"wrong storage", helmtest.Options{Set: []string{"curve.storage=Vault"}}, []string{"/curve/storage", "Secret", "ConfigMap"}},
+		{"log level", helmtest.Options{Set: []string{"flux.logLevel=9"}}, []string{"/flux/logLevel", "maximum"}},
+		{"release name not a DNS label", helmtest.Options{ReleaseName: "flux.sample"},
+			[]string{`release name "flux.sample"`, "must be a DNS label", "install with another name"}},
+		{"hostname too long", helmtest.Options{ReleaseName: strings.Repeat("a", 53), Set: []string{"size=2", "maxSize=1000000001"}},
+			[]string{`hostname "` + strings.Repeat("a", 53) + `-1000000000"`, "is 64 characters", "at most 63", "release name of at most 52 characters"}},
+		{"command and interactive", helmtest.Options{Set: []string{"command=hostname", "interactive=true"}},
+			[]string{"interactive=true and command are both set", "unset one of them"}},
+		{"tasks without command", helmtest.Options{Set: []string{"tasks=4"}}, []string{"tasks=4 needs a command"}},
+		{"old kubernetes", helmtest.Options{KubeVersion: "v1.25.3"}, []string{"kubeVersion: >=1.27.0-0", "v1.25.3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := helmtest.Template(tc.opts)
+			require.Error(t, err)
+			for _, want := range tc.wantErr {
+				assert.Contains(t, err.Error(), want)
+			}
+		})
+	}
+}
+
+// liveRelease renders the chart at install and turns its Job and key object into the objects
+// a later `helm upgrade` finds in the cluster.
+func liveRelease(t *testing.T, set ...string) (*batchv1.Job, *corev1.Secret) {
+	t.Helper()
+	objs := render(t, helmtest.Options{Set: set})
+	job := get[*batchv1.Job](t, objs, "Job", "flux-sample")
+	job.TypeMeta = metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"}
+	// What the API server adds to a live Job's pod template must not confuse the checks.
+	job.Spec.Template.Labels["batch.kubernetes.io/job-name"] = "flux-sample"
+	cert := &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Name: "flux-sample-curve", Namespace: "default"},
+		Data:       map[string][]byte{"curve.cert": []byte("# a certificate\n")},
+	}
+	return job, cert
+}
+
+func TestUpgradeChecksAgainstTheLiveJob(t *testing.T) {
+	base := []string{"size=6", "command=hostname"}
+	job, cert := liveRelease(t, base...)
+
+	for _, tc := range []struct {
+		name    string
+		set     []string
+		live    []any
+		wantErr []string
+	}{
+		{"resize up to maxSize", []string{"size=16"}, nil, nil},
+		{"resize down to 1", []string{"size=1"}, nil, nil},
+		{"resize past the live maxSize", []string{"size=17"}, nil,
+			[]string{"size=17 is larger than maxSize=16", "uninstall and install again"}},
+		{"maxSize change", []string{"maxSize=32"}, nil,
+			[]string{"maxSize=32 differs from the running MiniCluster's maxSize=16", "only size can change", "helm uninstall flux-sample -n default"}},
+		{"image change", []string{"image=rockylinux:9"}, nil,
+			[]string{`image="rockylinux:9" differs from the running MiniCluster's image "ubuntu:24.04"`, "only size can change", "helm uninstall flux-sample"}},
+		{"command change", []string{"command=date"}, nil,
+			[]string{"changes the Job's pod template", "only size can change"}},
+		{"env change", []string{"env[0].name=A", "env[0].value=b"}, nil, []string{"changes the Job's pod template"}},
+		{"certificate gone", nil, []any{"no-cert"},
+			[]string{"Secret default/flux-sample-curve with the CURVE certificate is missing", "a new key would split the cluster", "helm uninstall flux-sample"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			live := []any{job, cert}
+			if len(tc.live) > 0 {
+				live = []any{job}
+			}
+			_, err := helmtest.TemplateWithLive(helmtest.Options{Set: append(append([]string{}, base...), tc.set...)}, toObjects(t, live)...)
+			if tc.wantErr == nil {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			for _, want := range tc.wantErr {
+				assert.Contains(t, err.Error(), want)
+			}
+		})
+	}
+}
+
+func TestAutomaticMaxSizeIsKeptOnUpgrade(t *testing.T) {
+	job, cert := liveRelease(t, "size=20") // automatic maxSize = 20 at install
+	out, err := helmtest.TemplateWithLive(helmtest.Options{Set: []string{"size=3"}}, toObjects(t, []any{job, cert})...)
+	require.NoError(t, err)
+	cm := out["minicluster/templates/broker-configmap.yaml"]
+	var parsed corev1.ConfigMap
+	require.NoError(t, yaml.Unmarshal([]byte(cm), &parsed))
+	assert.Equal(t, "flux-sample-[0-19]", parsed.Data["hosts"], "maxSize must stay what the running brokers have")
+	assert.Equal(t, "3", parsed.Data["size"])
+}
+
+func toObjects(t *testing.T, in []any) []runtime.Object {
+	t.Helper()
+	var out []runtime.Object
+	for _, o := range in {
+		obj, ok := o.(runtime.Object)
+		require.Truef(t, ok, "%T is not a runtime.Object", o)
+		out = append(out, obj)
+	}
+	return out
+}

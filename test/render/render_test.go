@@ -1,0 +1,387 @@
+// Package render tests the chart's rendered manifests in process (Helm SDK, no cluster).
+package render
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/BurntSushi/toml"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/minicluster/minicluster/test/helmtest"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// render renders and strictly decodes, failing the test on any error.
+func render(t *testing.T, opts helmtest.Options) []helmtest.Object {
+	t.Helper()
+	out, err := helmtest.Template(opts)
+	require.NoError(t, err)
+	objs, err := helmtest.DecodeAll(out)
+	require.NoError(t, err)
+	return objs
+}
+
+func get[T any](t *testing.T, objs []helmtest.Object, kind, name string) T {
+	t.Helper()
+	o, ok := helmtest.Find(objs, kind, name)
+	require.Truef(t, ok, "no %s %q rendered", kind, name)
+	v, ok := o.Object.(T)
+	require.Truef(t, ok, "%s %q has type %T", kind, name, o.Object)
+	return v
+}
+
+// TestGolden holds the whole output of the default values and of every file in values/.
+func TestGolden(t *testing.T) {
+	files, err := helmtest.ValuesFiles()
+	require.NoError(t, err)
+	require.NotEmpty(t, files, "values/ holds no values files")
+	cases := map[string][]string{"default": nil}
+	for _, f := range files {
+		cases[strings.TrimSuffix(filepath.Base(f), ".yaml")] = []string{f}
+	}
+	for name, valuesFiles := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := helmtest.Template(helmtest.Options{ValuesFiles: valuesFiles})
+			require.NoError(t, err)
+			_, err = helmtest.DecodeAll(got)
+			require.NoError(t, err, "every object must decode strictly into its k8s.io/api type")
+			golden := filepath.Join("testdata", name+".golden.yaml")
+			if *update {
+				require.NoError(t, os.WriteFile(golden, []byte(got), 0o644))
+			}
+			want, err := os.ReadFile(golden)
+			require.NoError(t, err, "run: go test ./test/render -run TestGolden -update")
+			assert.Equal(t, string(want), got, "WANT %s, GOT the render; if the change is intended, run with -update", golden)
+		})
+	}
+}
+
+func TestEveryObjectIsNamespacedAndLabelled(t *testing.T) {
+	objs := render(t, helmtest.Options{Namespace: "hpc", Set: []string{"munge.enabled=true"}})
+	require.Len(t, objs, 11)
+	for _, o := range objs {
+		assert.Equalf(t, "hpc", o.Meta.GetNamespace(), "%s %s", o.Kind, o.Name)
+		labels := o.Meta.GetLabels()
+		for _, key := range []string{"helm.sh/chart", "app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/version", "app.kubernetes.io/managed-by"} {
+			assert.Containsf(t, labels, key, "%s %s", o.Kind, o.Name)
+		}
+	}
+}
+
+func TestServiceAndJobWiring(t *testing.T) {
+	objs := render(t, helmtest.Options{Set: []string{"size=6", "command=hostname", "flux.port=9000"}})
+	svc := get[*corev1.Service](t, objs, "Service", "flux-sample")
+	job := get[*batchv1.Job](t, objs, "Job", "flux-sample")
+
+	assert.Equal(t, corev1.ClusterIPNone, svc.Spec.ClusterIP, "the Service must be headless")
+	assert.True(t, svc.Spec.PublishNotReadyAddresses, "DNS must exist before the pods are ready")
+	require.Len(t, svc.Spec.Ports, 1)
+	assert.Equal(t, "broker", svc.Spec.Ports[0].Name)
+	assert.EqualValues(t, 9000, svc.Spec.Ports[0].Port)
+
+	pod := job.Spec.Template
+	for k, v := range svc.Spec.Selector {
+		assert.Equalf(t, v, pod.Labels[k], "Service selector %s must match the Job's pods", k)
+	}
+	assert.Equal(t, svc.Name, pod.Spec.Subdomain, "subdomain must be the Service")
+	require.NotNil(t, job.Spec.CompletionMode)
+	assert.Equal(t, batchv1.IndexedCompletion, *job.Spec.CompletionMode)
+	assert.EqualValues(t, 6, *job.Spec.Completions)
+	assert.EqualValues(t, 6, *job.Spec.Parallelism)
+	assert.EqualValues(t, 6, *job.Spec.BackoffLimit)
+	assert.Equal(t, corev1.RestartPolicyOnFailure, pod.Spec.RestartPolicy)
+	assert.NotContains(t, pod.Labels, "helm.sh/chart", "chart version on the pod template would make upgrades fail")
+	assert.NotContains(t, pod.Labels, "app.kubernetes.io/version")
+
+	require.NotNil(t, pod.Spec.Affinity)
+	require.NotNil(t, pod.Spec.Affinity.PodAntiAffinity)
+	assert.Len(t, pod.Spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution, 1, "soft anti-affinity by default")
+	assert.Empty(t, pod.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution)
+
+	c := pod.Spec.Containers[0]
+	assert.Equal(t, "flux", c.Name)
+	assert.Equal(t, []string{"/bin/sh", "/minicluster/scripts/entrypoint.sh"}, c.Command)
+	assert.EqualValues(t, 9000, c.Ports[0].ContainerPort)
+	assert.Equal(t, "broker", c.Ports[0].Name)
+
+	// Ephemeral on a cluster with Job successPolicy: the Job succeeds with the lead.
+	require.NotNil(t, job.Spec.SuccessPolicy)
+	assert.Equal(t, "0", *job.Spec.SuccessPolicy.Rules[0].SucceededIndexes)
+}
+
+func TestSuccessPolicyOnlyWhereItExistsAndOnlyForEphemeral(t *testing.T) {
+	old := render(t, helmtest.Options{Set: []string{"command=hostname"}, KubeVersion: "v1.30.4"})
+	assert.Nil(t, get[*batchv1.Job](t, old, "Job", "flux-sample").Spec.SuccessPolicy, "Kubernetes 1.30 has no successPolicy")
+	interactive := render(t, helmtest.Options{Set: []string{"interactive=true"}})
+	assert.Nil(t, get[*batchv1.Job](t, interactive, "Job", "flux-sample").Spec.SuccessPolicy, "an interactive instance never succeeds on its own")
+	_, err := helmtest.Template(helmtest.Options{KubeVersion: "v1.26.0"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "kubeVersion: >=1.27.0-0")
+}
+
+// bootstrap is the [bootstrap] table of flux-config-bootstrap(5).
+type bootstrap struct {
+	CurveCert      string `toml:"curve_cert"`
+	DefaultPort    int    `toml:"default_port"`
+	DefaultBind    string `toml:"default_bind"`
+	DefaultConnect string `toml:"default_connect"`
+	Hosts          []struct {
+		Host string `toml:"host"`
+	} `toml:"hosts"`
+}
+
+type brokerConfig struct {
+	Bootstrap bootstrap `toml:"bootstrap"`
+	Resource  struct {
+		Path     string `toml:"path"`
+		Noverify bool   `toml:"noverify"`
+	} `toml:"resource"`
+	Access map[string]bool `toml:"access"`
+}
+
+func TestBrokerConfig(t *testing.T) {
+	objs := render(t, helmtest.Options{Namespace: "science", Set: []string{"size=6", "maxSize=6", "clusterDomain=example.org"}})
+	cm := get[*corev1.ConfigMap](t, objs, "ConfigMap", "flux-sample-broker")
+
+	var cfg brokerConfig
+	md, err := toml.Decode(cm.Data["broker.toml"], &cfg)
+	require.NoError(t, err)
+	assert.Empty(t, md.Undecoded(), "broker.toml has keys flux-config-bootstrap(5) does not know")
+	b := cfg.Bootstrap
+	assert.Equal(t, "/etc/curve/curve.cert", b.CurveCert)
+	assert.Equal(t, 8050, b.DefaultPort)
+	assert.Equal(t, "tcp://eth0:%p", b.DefaultBind)
+	assert.Equal(t, "tcp://%h.flux-sample.science.svc.example.org:%p", b.DefaultConnect)
+	require.Len(t, b.Hosts, 1)
+	assert.Equal(t, "flux-sample-[0-5]", b.Hosts[0].Host)
+	assert.Equal(t, "/minicluster/run/R", cfg.Resource.Path)
+	assert.True(t, cfg.Access["allow-root-owner"])
+	assert.Equal(t, "flux-sample-[0-5]", cm.Data["hosts"])
+	assert.Equal(t, "6", cm.Data["size"])
+
+	var params map[string]any
+	require.NoError(t, json.Unmarshal([]byte(cm.Annotations["minicluster.dev/parameters"]), &params))
+	assert.Equal(t, map[string]any{
+		"job": "flux-sample", "service": "flux-sample", "maxSize": 6.0, "port": 8050.0,
+		"clusterDomain": "example.org", "interface": "eth0", "curveCert": "/etc/curve/curve.cert",
+		"resourcePath": "/minicluster/run/R", "custom": false,
+	}, params)
+
+	// The pods mount this ConfigMap where the entrypoint reads it.
+	job := get[*batchv1.Job](t, objs, "Job", "flux-sample")
+	assert.Contains(t, job.Spec.Template.Spec.Volumes, corev1.Volume{Name: "broker-config", VolumeSource: corev1.VolumeSource{
+		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm.Name}}}})
+}
+
+func TestHostlistForms(t *testing.T) {
+	for _, tc := range []struct {
+		set  []string
+		want string
+	}{
+		{[]string{"size=1", "maxSize=1"}, "flux-sample-0"},
+		{[]string{"size=2", "maxSize=2"}, "flux-sample-[0-1]"},
+		{[]string{"size=3"}, "flux-sample-[0-15]"}, // automatic maxSize
+		{[]string{"size=40"}, "flux-sample-[0-39]"},
+	} {
+		objs := render(t, helmtest.Options{Set: tc.set})
+		cm := get[*corev1.ConfigMap](t, objs, "ConfigMap", "flux-sample-broker")
+		assert.Equalf(t, tc.want, cm.Data["hosts"], "%v", tc.set)
+		assert.Containsf(t, cm.Data["broker.toml"], `hosts = [{ host = "`+tc.want+`" }]`, "%v", tc.set)
+	}
+}
+
+// TestResizeTouchesOnlySize compares renders at size 2 and 9: broker.toml, the entrypoint and the
+// Job's pod template must be identical, or a resize would restart Flux or be refused.
+func TestResizeTouchesOnlySize(t *testing.T) {
+	small := render(t, helmtest.Options{Set: []string{"size=2", "maxSize=10", "command=hostname"}})
+	large := render(t, helmtest.Options{Set: []string{"size=9", "maxSize=10", "command=hostname"}})
+	require.Equal(t, len(small), len(large))
+	for i := range small {
+		s, l := small[i], large[i]
+		require.Equal(t, s.Kind+"/"+s.Name, l.Kind+"/"+l.Name)
+		switch {
+		case s.Kind == "Job" && s.Name == "flux-sample":
+			sj, lj := s.Object.(*batchv1.Job), l.Object.(*batchv1.Job)
+			assert.Equal(t, sj.Spec.Template, lj.Spec.Template, "the pod template must not depend on size")
+			assert.Equal(t, sj.Annotations, lj.Annotations)
+			assert.EqualValues(t, 2, *sj.Spec.Parallelism)
+			assert.EqualValues(t, 9, *lj.Spec.Parallelism)
+			assert.EqualValues(t, 9, *lj.Spec.Completions)
+		case s.Kind == "ConfigMap" && s.Name == "flux-sample-broker":
+			sc, lc := s.Object.(*corev1.ConfigMap), l.Object.(*corev1.ConfigMap)
+			assert.Equal(t, sc.Data["broker.toml"], lc.Data["broker.toml"], "broker.toml must not depend on size")
+			assert.Equal(t, sc.Data["hosts"], lc.Data["hosts"])
+			assert.Equal(t, sc.Annotations, lc.Annotations)
+			assert.Equal(t, "2", sc.Data["size"])
+			assert.Equal(t, "9", lc.Data["size"])
+		case s.Kind == "Pod": // the helm test pod checks every broker of the current size
+		default:
+			assert.Equalf(t, s.Source, l.Source, "%s %s changed with size", s.Kind, s.Name)
+		}
+	}
+}
+
+func env(c corev1.Container) map[string]string {
+	m := map[string]string{}
+	for _, e := range c.Env {
+		m[e.Name] = e.Value
+	}
+	return m
+}
+
+func TestModesReachThePods(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  []string
+		want map[string]string
+	}{
+		{"interactive by default", nil, map[string]string{"MINICLUSTER_INTERACTIVE": "true", "MINICLUSTER_COMMAND": ""}},
+		{"ephemeral command", []string{"command=lmp -in in.lj"}, map[string]string{"MINICLUSTER_INTERACTIVE": "false", "MINICLUSTER_COMMAND": "lmp -in in.lj", "MINICLUSTER_TASKS": "0"}},
+		{"tasks", []string{"command=hostname", "tasks=8"}, map[string]string{"MINICLUSTER_TASKS": "8"}},
+		{"flux options", []string{"flux.logLevel=7", "flux.connectTimeout=2s", "flux.topology=kary:2", "flux.brokerOptions={-Sa=1,-Sb=2}"},
+			map[string]string{"MINICLUSTER_LOG_LEVEL": "7", "MINICLUSTER_CONNECT_TIMEOUT": "2s", "MINICLUSTER_TOPOLOGY": "kary:2", "MINICLUSTER_BROKER_OPTIONS": "-Sa=1 -Sb=2"}},
+		{"view", nil, map[string]string{"MINICLUSTER_FLUX_VIEW": "/mnt/flux/view"}},
+		{"no view", []string{"flux.view.enabled=false"}, map[string]string{"MINICLUSTER_FLUX_VIEW": ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			job := get[*batchv1.Job](t, render(t, helmtest.Options{Set: tc.set}), "Job", "flux-sample")
+			got := env(job.Spec.Template.Spec.Containers[0])
+			for k, v := range tc.want {
+				assert.Equalf(t, v, got[k], "env %s", k)
+			}
+		})
+	}
+}
+
+func TestFluxView(t *testing.T) {
+	job := get[*batchv1.Job](t, render(t, helmtest.Options{Set: []string{"flux.view.mountPath=/opt/fluxview", "flux.view.image=example.org/view:1"}}), "Job", "flux-sample")
+	spec := job.Spec.Template.Spec
+	require.Len(t, spec.InitContainers, 1)
+	assert.Equal(t, "example.org/view:1", spec.InitContainers[0].Image)
+	assert.Contains(t, spec.InitContainers[0].Command[2], "cp -a /opt/view /opt/fluxview/view")
+	assert.Contains(t, spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "flux-view", MountPath: "/opt/fluxview"})
+
+	job = get[*batchv1.Job](t, render(t, helmtest.Options{Set: []string{"flux.view.enabled=false"}}), "Job", "flux-sample")
+	assert.Empty(t, job.Spec.Template.Spec.InitContainers)
+	for _, v := range job.Spec.Template.Spec.Volumes {
+		assert.NotEqual(t, "flux-view", v.Name)
+	}
+}
+
+func TestKeyMaterial(t *testing.T) {
+	t.Run("secret by default", func(t *testing.T) {
+		objs := render(t, helmtest.Options{})
+		secret := get[*corev1.Secret](t, objs, "Secret", "flux-sample-curve")
+		assert.Empty(t, secret.Data, "the chart never renders key material: the hook makes it")
+		job := get[*batchv1.Job](t, objs, "Job", "flux-sample")
+		vol := volume(t, job, "curve")
+		require.NotNil(t, vol.Secret)
+		assert.Equal(t, "flux-sample-curve", vol.Secret.SecretName)
+		assert.EqualValues(t, 0o400, *vol.Secret.Items[0].Mode)
+
+		role := get[*rbacv1.Role](t, objs, "Role", "flux-sample-keygen")
+		assert.Equal(t, []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"flux-sample-curve"}, Verbs: []string{"get"}},
+		}, role.Rules, "least privilege: create, and read back only its own objects")
+		hook := get[*batchv1.Job](t, objs, "Job", "flux-sample-keygen")
+		assert.Equal(t, "pre-install", hook.Annotations["helm.sh/hook"])
+		assert.Equal(t, "before-hook-creation,hook-succeeded", hook.Annotations["helm.sh/hook-delete-policy"])
+		assert.Equal(t, "-10", role.Annotations["helm.sh/hook-weight"], "RBAC must come before the hook Job")
+		assert.Equal(t, "0", hook.Annotations["helm.sh/hook-weight"])
+		c := hook.Spec.Template.Spec.Containers[0]
+		assert.Equal(t, "ghcr.io/minicluster/flux-keygen:0.1.0", c.Image)
+		assert.Equal(t, []string{"kube", "--release=flux-sample", "--namespace=$(POD_NAMESPACE)", "--curve-name=flux-sample-curve", "--storage=Secret"}, c.Args)
+		assert.True(t, *c.SecurityContext.ReadOnlyRootFilesystem)
+		assert.True(t, *hook.Spec.Template.Spec.SecurityContext.RunAsNonRoot)
+	})
+	t.Run("configmap storage", func(t *testing.T) {
+		objs := render(t, helmtest.Options{Set: []string{"curve.storage=ConfigMap"}})
+		get[*corev1.ConfigMap](t, objs, "ConfigMap", "flux-sample-curve")
+		_, hasSecret := helmtest.Find(objs, "Secret", "flux-sample-curve")
+		assert.False(t, hasSecret)
+		vol := volume(t, get[*batchv1.Job](t, objs, "Job", "flux-sample"), "curve")
+		require.NotNil(t, vol.ConfigMap)
+		assert.Equal(t, "flux-sample-curve", vol.ConfigMap.Name)
+		role := get[*rbacv1.Role](t, objs, "Role", "flux-sample-keygen")
+		assert.Equal(t, []string{"configmaps"}, role.Rules[0].Resources)
+	})
+	t.Run("existing secret skips keygen", func(t *testing.T) {
+		objs := render(t, helmtest.Options{Set: []string{"curve.existingSecret=my-cert"}})
+		for _, o := range objs {
+			assert.NotEqual(t, "flux-sample-keygen", o.Name, "no keygen hook for a user's own certificate")
+			assert.NotEqual(t, "flux-sample-curve", o.Name)
+		}
+		assert.Equal(t, "my-cert", volume(t, get[*batchv1.Job](t, objs, "Job", "flux-sample"), "curve").Secret.SecretName)
+	})
+	t.Run("munge", func(t *testing.T) {
+		objs := render(t, helmtest.Options{Set: []string{"munge.enabled=true", "curve.existingSecret=my-cert"}})
+		get[*corev1.Secret](t, objs, "Secret", "flux-sample-munge")
+		job := get[*batchv1.Job](t, objs, "Job", "flux-sample")
+		assert.Equal(t, "flux-sample-munge", volume(t, job, "munge").Secret.SecretName)
+		assert.Contains(t, job.Spec.Template.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "munge", MountPath: "/etc/munge", ReadOnly: true})
+		hook := get[*batchv1.Job](t, objs, "Job", "flux-sample-keygen")
+		assert.Equal(t, []string{"kube", "--release=flux-sample", "--namespace=$(POD_NAMESPACE)", "--skip-curve", "--munge", "--munge-name=flux-sample-munge"}, hook.Spec.Template.Spec.Containers[0].Args)
+		role := get[*rbacv1.Role](t, objs, "Role", "flux-sample-keygen")
+		assert.Equal(t, []string{"flux-sample-munge"}, role.Rules[1].ResourceNames)
+	})
+}
+
+func volume(t *testing.T, job *batchv1.Job, name string) corev1.Volume {
+	t.Helper()
+	for _, v := range job.Spec.Template.Spec.Volumes {
+		if v.Name == name {
+			return v
+		}
+	}
+	t.Fatalf("Job %s has no volume %q", job.Name, name)
+	return corev1.Volume{}
+}
+
+func TestUserSettingsReachThePods(t *testing.T) {
+	objs := render(t, helmtest.Options{ValuesFiles: []string{"values/gpu.yaml"}, Set: []string{
+		"serviceAccountName=runner", "podLabels.team=hpc", "podAnnotations.note=x", "workingDir=/data",
+		"imagePullSecrets[0].name=regcred", "job.activeDeadlineSeconds=600", "job.ttlSecondsAfterFinished=60",
+	}})
+	job := get[*batchv1.Job](t, objs, "Job", "flux-sample")
+	spec := job.Spec.Template.Spec
+	c := spec.Containers[0]
+	assert.Equal(t, "1", c.Resources.Limits.Name("nvidia.com/gpu", "").String())
+	assert.Equal(t, "nvidia.com/gpu", spec.Tolerations[0].Key)
+	assert.Equal(t, "true", spec.NodeSelector["nvidia.com/gpu.present"])
+	assert.Equal(t, "runner", spec.ServiceAccountName)
+	assert.Equal(t, "hpc", job.Spec.Template.Labels["team"])
+	assert.Equal(t, "x", job.Spec.Template.Annotations["note"])
+	assert.Equal(t, "/data", c.WorkingDir)
+	assert.Equal(t, "regcred", spec.ImagePullSecrets[0].Name)
+	assert.EqualValues(t, 600, *job.Spec.ActiveDeadlineSeconds)
+	assert.EqualValues(t, 60, *job.Spec.TTLSecondsAfterFinished)
+}
+
+func TestBrokerConfigOverride(t *testing.T) {
+	custom := "[bootstrap]\ncurve_cert = \"/etc/curve/curve.cert\"\ndefault_port = 8050\nhosts = [{ host = \"flux-sample-[0-3]\" }]\n"
+	objs := render(t, helmtest.Options{Set: []string{"size=4", "maxSize=4", "flux.brokerConfig=" + custom}})
+	cm := get[*corev1.ConfigMap](t, objs, "ConfigMap", "flux-sample-broker")
+	assert.Equal(t, custom, cm.Data["broker.toml"])
+	assert.Contains(t, cm.Annotations["minicluster.dev/parameters"], `"custom":true`)
+}
+
+func TestHelmTestPodChecksEveryBroker(t *testing.T) {
+	objs := render(t, helmtest.Options{Set: []string{"size=3"}})
+	pod := get[*corev1.Pod](t, objs, "Pod", "flux-sample-test-wiring")
+	assert.Equal(t, "test", pod.Annotations["helm.sh/hook"])
+	script := pod.Spec.Containers[0].Command[2]
+	assert.Contains(t, script, `while [ "$i" -lt 3 ]`)
+	assert.Contains(t, script, "domain=flux-sample.default.svc.cluster.local")
+	assert.Contains(t, script, `nc -w 5 "$lead" 8050`)
+}
