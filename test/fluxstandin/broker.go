@@ -20,6 +20,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/minicluster/minicluster/keygen"
 )
 
 // BrokerOptions is what `flux broker` gets on its command line, plus the host name to look up.
@@ -76,7 +78,7 @@ type broker struct {
 	rank    int
 	hosts   []Host
 	parents []int
-	cert    *Cert
+	cert    *keygen.Cert
 	quorum  int
 	timeout time.Duration // tbon.connect_timeout; 0 = retry forever
 	quiet   bool          // log-stderr-level below 6 (info)
@@ -251,7 +253,7 @@ func addrOf(ln net.Listener) string {
 
 // proof shows that the sender holds the instance's certificate without sending it.
 func (b *broker) proof(nonce string, rank int) string {
-	mac := hmac.New(sha256.New, append(append([]byte{}, b.cert.Public...), b.cert.Secret...))
+	mac := hmac.New(sha256.New, append(b.cert.Public[:], b.cert.Secret[:]...))
 	fmt.Fprintf(mac, "%s\n%d\n%s", nonce, rank, b.hosts[rank].Name)
 	return hex.EncodeToString(mac.Sum(nil))
 }

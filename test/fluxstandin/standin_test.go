@@ -115,7 +115,7 @@ func TestLoadCert(t *testing.T) {
 	_, err = LoadCert(writeFile(t, filepath.Join(dir, "mixed"), mixed, 0o400))
 	assert.ErrorContains(t, err, "does not match")
 	_, err = LoadCert(writeFile(t, filepath.Join(dir, "nocurve"), "metadata\n    name = \"x\"\n", 0o400))
-	assert.ErrorContains(t, err, "no curve/public-key")
+	assert.ErrorContains(t, err, "no curve section")
 	_, err = LoadCert(filepath.Join(dir, "missing"))
 	assert.Error(t, err)
 }
