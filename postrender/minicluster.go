@@ -122,11 +122,14 @@ func resolve(cm *object, objs []*object) (*miniCluster, error) {
 
 	var mounting []*object
 	for _, job := range objs {
-		if !job.is("batch/v1", "Job") || job.namespace != cm.namespace {
+		if !job.is("batch/v1", "Job") || (job.namespace != cm.namespace && job.namespace != "") {
 			continue
 		}
 		for _, v := range elements(job.node, "spec", "template", "spec", "volumes") {
 			if scalar(v, "configMap", "name") == cm.name {
+				if job.namespace == "" {
+					return nil, fmt.Errorf("Job %s has no metadata.namespace (its broker ConfigMap is in %s): the brokers' FQDNs need it; set namespace: in your kustomization or keep the chart's", job.name, cm.namespace)
+				}
 				mounting = append(mounting, job)
 				mc.volume = scalar(v, "name")
 				break
