@@ -72,7 +72,7 @@ func checkBootstrap(cfg map[string]any) error {
 	}
 	if port, ok := bs["default_port"]; ok {
 		if _, isInt := port.(int64); !isInt {
-			return fmt.Errorf("[bootstrap] default_port = %v must be an integer", port)
+			return fmt.Errorf("[bootstrap] default_port = %#v must be an integer", port)
 		}
 	}
 	for _, key := range []string{"curve_cert", "default_bind", "default_connect"} {

@@ -34,6 +34,9 @@ func applyOverlay(dir, in string) ([]*segment, error) {
 	if err == nil {
 		root, err = filepath.EvalSymlinks(root)
 	}
+	if os.IsNotExist(err) {
+		return nil, fmt.Errorf("--kustomize %s: no such directory; give the directory holding kustomization.yaml", dir)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("--kustomize %s: %w", dir, err)
 	}

@@ -1,0 +1,110 @@
+package postrender_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/minicluster/minicluster/postrender"
+	"github.com/minicluster/minicluster/test/helmtest"
+)
+
+// TestOverlays applies each kustomization under testdata/overlays and checks the MiniCluster
+// that results, key by key, against the final Job, Service and namespace.
+func TestOverlays(t *testing.T) {
+	base := chart(t, helmtest.Options{})
+	baseTOML := decode(t, base, "flux-sample-broker").Config.Data["broker.toml"]
+	cases := []struct {
+		overlay string
+		opts    helmtest.Options
+		config  string // the broker ConfigMap's final name
+		check   func(t *testing.T, mc miniCluster, out string)
+	}{
+		{overlay: "rename", config: "team-flux-sample-broker", check: func(t *testing.T, mc miniCluster, out string) {
+			assert.Equal(t, "team-flux-sample", mc.Job.Name)
+			assert.Equal(t, "team-flux-sample", mc.Service.Name)
+			assert.Equal(t, "team-flux-sample", mc.Job.Spec.Template.Spec.Subdomain, "kustomize follows the Service rename in the subdomain")
+			assert.Equal(t, "team-flux-sample-[0-15]", mc.Config.Data["hosts"])
+			// The keygen hook makes the key object under the chart's name: the rename is undone.
+			curve := volumeOf(t, mc, "curve")
+			assert.Equal(t, "flux-sample-curve", curve.Secret.SecretName)
+			assert.Contains(t, out, "\n  name: flux-sample-curve\n")
+			assert.Contains(t, out, "- flux-sample-curve\n", "the keygen Role may still get it")
+			assert.Contains(t, mc.Config.Annotations[postrender.ParametersAnnotation], `"job":"team-flux-sample","service":"team-flux-sample"`)
+		}},
+		{overlay: "namespace", opts: helmtest.Options{Set: []string{"curve.existingSecret=my-cert"}}, config: "flux-sample-broker", check: func(t *testing.T, mc miniCluster, _ string) {
+			assert.Equal(t, "hpc", mc.Job.Namespace)
+			assert.Equal(t, "hpc", mc.Service.Namespace)
+			assert.Equal(t, "hpc", mc.Config.Namespace)
+		}},
+		{overlay: "subdomain", config: "flux-sample-broker", check: func(t *testing.T, mc miniCluster, _ string) {
+			assert.Equal(t, "brokers", mc.Service.Name)
+			assert.Equal(t, "flux-sample", mc.Job.Name)
+			assert.Contains(t, mc.Config.Annotations[postrender.ParametersAnnotation], `"job":"flux-sample","service":"brokers"`)
+		}},
+		{overlay: "port", config: "flux-sample-broker", check: func(t *testing.T, mc miniCluster, _ string) {
+			bs := mc.TOML["bootstrap"].(map[string]any)
+			assert.Equal(t, int64(9000), bs["default_port"])
+			assert.Contains(t, mc.Config.Annotations[postrender.ParametersAnnotation], `"port":9000`)
+		}},
+		{overlay: "resize", config: "flux-sample-broker", check: func(t *testing.T, mc miniCluster, _ string) {
+			assert.Equal(t, "8", mc.Config.Data["size"])
+			assert.Equal(t, baseTOML, mc.Config.Data["broker.toml"], "a resize within maxSize leaves broker.toml as the chart wrote it")
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.overlay, func(t *testing.T) {
+			in := base
+			if c.opts.Set != nil {
+				in = chart(t, c.opts)
+			}
+			out := run(t, in, postrender.Options{KustomizeDir: overlay(c.overlay)})
+			mc := decode(t, out, c.config)
+			assertFluxWorks(t, mc, 16)
+			c.check(t, mc, out)
+			assert.Equal(t, len(docs(in)), len(docs(out)), "no document dropped")
+		})
+	}
+}
+
+func volumeOf(t *testing.T, mc miniCluster, name string) corev1.Volume {
+	t.Helper()
+	for _, v := range mc.Job.Spec.Template.Spec.Volumes {
+		if v.Name == name {
+			return v
+		}
+	}
+	t.Fatalf("Job %s has no volume %s", mc.Job.Name, name)
+	return corev1.Volume{}
+}
+
+func TestOverlayRejects(t *testing.T) {
+	base := chart(t, helmtest.Options{})
+	empty := t.TempDir()
+	noRendered := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(noRendered, "kustomization.yaml"), []byte("resources: [other.yaml]\n"), 0o644))
+	cases := []struct {
+		name, dir string
+		want      string
+	}{
+		{"not a directory", filepath.Join(empty, "missing"), "missing: no such directory; give the directory holding kustomization.yaml"},
+		{"no kustomization", empty, "no kustomization.yaml in it; write one with resources: [rendered.yaml]"},
+		{"rendered.yaml not listed", noRendered, "kustomization.yaml: resources does not list rendered.yaml, the manifests Helm rendered; add it: resources: [rendered.yaml]"},
+		{"subdomain names no Service", overlay("subdomain-only-job"), `Job default/flux-sample has subdomain "brokers", but there is no Service "brokers" in namespace default (Services there: flux-sample)`},
+		{"ports disagree", overlay("port-only-container"), "Service default/flux-sample port is 8050 but the brokers listen on 9000 (Job default/flux-sample container flux port broker)"},
+		{"key object moved", overlay("namespace"), `the overlay moves Secret default/flux-sample-curve (the key the keygen hook makes) to namespace "hpc"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, err := postrender.Render([]byte(base), postrender.Options{KustomizeDir: c.dir})
+			require.Error(t, err)
+			t.Log(err)
+			assert.Nil(t, out)
+			assert.Contains(t, err.Error(), c.want)
+		})
+	}
+}
