@@ -13,7 +13,7 @@ VERSION := 0.1.0
 FUZZ_TARGETS := ./keygen:FuzzParseCert ./postrender:FuzzRender
 FUZZ_TIME ?= 10s
 
-.PHONY: all build tools images test unit lint fuzz e2e cluster-up cluster-down kind-up demo bench
+.PHONY: all build tools images test unit lint fuzz e2e cluster-up cluster-down kind-up demo bench bench-e2e
 
 all: build
 
@@ -54,6 +54,9 @@ fuzz:
 
 e2e: build tools images ## end-to-end tests against the cluster in KUBECONFIG (default: the local one)
 	KUBECONFIG=$${KUBECONFIG:-$(CLUSTER_DIR)/kubeconfig} go test -tags e2e -count=1 -timeout 40m -v ./test/e2e/...
+
+bench-e2e: build tools images ## timings on the cluster in KUBECONFIG: install -> all connected vs a bare indexed Job (floor), resize, uninstall
+	KUBECONFIG=$${KUBECONFIG:-$(CLUSTER_DIR)/kubeconfig} go test -tags e2e -count=1 -timeout 30m -run '^$$' -bench . -benchtime $${BENCHTIME:-3x} ./test/e2e/...
 
 bench:
 	go test -run='^$$' -bench=. -benchmem ./...

@@ -590,7 +590,7 @@ func (b *broker) serveLocal() (string, func(), error) {
 		}
 		dir = d
 	}
-	path := filepath.Join(dir, "local-0")
+	path := filepath.Join(dir, "local") // where flux puts it: rundir/local
 	_ = os.Remove(path)
 	ln, err := net.Listen("unix", path)
 	if err != nil {

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# make demo: a MiniCluster from nothing, step by step, saying what happens. Builds helm, the
+# project's binaries and the test images; starts the local cluster when none answers in
+# KUBECONFIG; runs values/hello-world.yaml (the lead prints every broker's hostname, the Job
+# completes); then an interactive MiniCluster of 4, resized to 6, and uninstalled to nothing.
+# The pods run the Flux stand-in (test/fluxstandin: a wiring check, not Flux) because flux-core
+# cannot be installed here; with real Flux, drop the image settings below.
+set -euo pipefail
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$REPO"
+source ci/cluster/lib.sh # CLUSTER_DIR, KUBECONFIG_FILE, CLUSTER_BIN (where the cluster's kubectl is)
+export KUBECONFIG=${KUBECONFIG:-$KUBECONFIG_FILE}
+HELM=${HELM3:-$REPO/bin/tools/helm3/helm}
+NS=${DEMO_NAMESPACE:-minicluster-demo}
+RELEASE=${DEMO_RELEASE:-flux-sample}
+IMAGES=(--set "image=localhost/minicluster/busybox:test,imagePullPolicy=IfNotPresent,flux.view.image=localhost/minicluster/flux-view-standin:test,flux.view.imagePullPolicy=IfNotPresent,keygen.image.pullPolicy=IfNotPresent,tests.image=localhost/minicluster/busybox:test,tests.imagePullPolicy=IfNotPresent")
+SEL="app.kubernetes.io/instance=$RELEASE"
+LEAD="$SEL,batch.kubernetes.io/job-completion-index=0"
+
+T0=$(date +%s%N)
+now() { local ds=$((($(date +%s%N) - T0) / 100000000)); echo "$((ds / 10)).$((ds % 10))s"; }
+step() { printf '\n==== [%s] %s\n' "$(now)" "$*"; }
+say() { printf '     %s\n' "$*"; }
+
+step "build: helm v3 and v4, flux-keygen, minicluster-postrender, the container images"
+make --no-print-directory tools build images >/dev/null
+say "bin/tools/helm{3,4}/helm, bin/flux-keygen, bin/minicluster-postrender, bin/images/*.tar"
+
+step "cluster"
+if "$HELM" list -n default >/dev/null 2>&1; then
+	say "a cluster answers at KUBECONFIG=$KUBECONFIG: using it"
+	if [[ $KUBECONFIG == "$KUBECONFIG_FILE" ]]; then
+		say "importing the freshly built images into its containerd"
+		bash ci/cluster/load-images.sh >/dev/null
+	fi
+else
+	say "no cluster answers at KUBECONFIG=$KUBECONFIG: starting the local one (make cluster-up; ~10 min the first time)"
+	make --no-print-directory cluster-up
+	export KUBECONFIG=$KUBECONFIG_FILE
+fi
+if [[ -x $CLUSTER_BIN/kubectl ]]; then KUBECTL=$CLUSTER_BIN/kubectl; else KUBECTL=$(command -v kubectl) ||
+	{ echo "demo: no kubectl ($CLUSTER_BIN/kubectl or on PATH) to read pod logs" >&2; exit 1; }; fi
+k() { "$KUBECTL" -n "$NS" "$@"; }
+"$KUBECTL" get namespace "$NS" >/dev/null 2>&1 || "$KUBECTL" create namespace "$NS" >/dev/null
+"$HELM" uninstall "$RELEASE" -n "$NS" --ignore-not-found >/dev/null 2>&1 || true
+
+# wait_lead TEXT SECONDS: wait until the lead broker's log contains TEXT.
+wait_lead() {
+	local deadline=$((SECONDS + $2))
+	until k logs -l "$LEAD" -c flux --tail=-1 2>/dev/null | grep -q "$1"; do
+		((SECONDS < deadline)) || { echo "demo: the lead never logged '$1'" >&2; k get pods -l "$SEL" >&2; exit 1; }
+		sleep 0.2
+	done
+}
+
+# nothing_left: no object of the release remains (by label or by name).
+nothing_left() {
+	local kinds=jobs,pods,services,configmaps,secrets,serviceaccounts,roles,rolebindings
+	[[ -z $(k get "$kinds" -l "$SEL" -o name 2>/dev/null) ]] &&
+		! k get "secret/$RELEASE-curve" "configmap/$RELEASE-broker" "job/$RELEASE-keygen" >/dev/null 2>&1
+}
+
+step "helm install $RELEASE -f values/hello-world.yaml (4 brokers; the lead runs hostname as 4 tasks)"
+"$HELM" install "$RELEASE" charts/minicluster -n "$NS" -f values/hello-world.yaml "${IMAGES[@]}" | sed -n '1,/^NOTES/p' | sed 's/^/     /'
+say "the pre-install hook (flux-keygen) made the CURVE certificate: $(k get secret "$RELEASE-curve" -o name)"
+k wait --for=condition=complete "job/$RELEASE" --timeout=180s >/dev/null
+step "the Job completed; the lead broker's log (the stand-in's lines, then the command's output):"
+k logs -l "$LEAD" -c flux --tail=-1 | sed 's/^/     | /'
+"$HELM" uninstall "$RELEASE" -n "$NS" >/dev/null
+until nothing_left; do sleep 0.2; done
+step "uninstalled: nothing of $RELEASE is left"
+
+step "helm install $RELEASE -f values/interactive.yaml (4 brokers that stay up)"
+"$HELM" install "$RELEASE" charts/minicluster -n "$NS" -f values/interactive.yaml "${IMAGES[@]}" >/dev/null
+wait_lead "4 of 16 brokers online" 180
+say "all 4 brokers connected to their parents (rank r to rank (r-1)/2):"
+k logs -l "$SEL,app.kubernetes.io/component=broker" -c flux --tail=-1 --prefix 2>/dev/null | grep "connected to parent" | sed 's/^/     | /'
+
+step "helm upgrade --reuse-values --set size=6 (resize: the Job's parallelism and completions change, broker.toml does not)"
+"$HELM" upgrade "$RELEASE" charts/minicluster -n "$NS" --reuse-values --set size=6 >/dev/null
+wait_lead "6 of 16 brokers online" 120
+k get pods -l "$SEL,app.kubernetes.io/component=broker" | sed 's/^/     /'
+k logs -l "$LEAD" -c flux --tail=-1 | grep "brokers online" | sed 's/^/     | /'
+
+step "helm test $RELEASE (every broker's FQDN resolves, the lead listens on its port)"
+"$HELM" test "$RELEASE" -n "$NS" | grep -E "^(TEST SUITE|Phase)" | sed 's/^/     /'
+
+step "helm uninstall $RELEASE"
+"$HELM" uninstall "$RELEASE" -n "$NS" >/dev/null
+start=$(date +%s%N)
+until nothing_left; do sleep 0.1; done
+say "nothing of $RELEASE is left after $((($(date +%s%N) - start) / 1000000)) ms (Jobs, Pods, Services, ConfigMaps, Secrets incl. the certificate, ServiceAccounts, Roles, RoleBindings)"
+"$KUBECTL" delete namespace "$NS" --wait=false >/dev/null
+step "done"

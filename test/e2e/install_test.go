@@ -1,0 +1,211 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const wiringTimeout = 3 * time.Minute
+
+// checkHook: the keygen hook ran (the certificate Secret has a valid certificate, adopted by
+// Helm) and is gone (its Job, ServiceAccount, Role and RoleBinding were deleted).
+func checkHook(t *testing.T, r *release) {
+	t.Helper()
+	ctx := context.Background()
+	name := r.name + "-keygen"
+	eventually(t, time.Minute, "keygen hook objects deleted", func() (bool, string) {
+		var left []string
+		if _, err := kube.BatchV1().Jobs(r.ns).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			left = append(left, "Job")
+		}
+		if _, err := kube.CoreV1().ServiceAccounts(r.ns).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			left = append(left, "ServiceAccount")
+		}
+		if _, err := kube.RbacV1().Roles(r.ns).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			left = append(left, "Role")
+		}
+		if _, err := kube.RbacV1().RoleBindings(r.ns).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			left = append(left, "RoleBinding")
+		}
+		return len(left) == 0, "still there: " + strings.Join(left, ", ")
+	})
+	s := r.curveSecret()
+	if s == nil {
+		t.Fatalf("Secret %s-curve does not exist after install", r.name)
+	}
+	for k, want := range map[string]string{"app.kubernetes.io/managed-by": "Helm", "app.kubernetes.io/instance": r.name, "app.kubernetes.io/component": "curve"} {
+		if s.Labels[k] != want {
+			t.Errorf("Secret %s label %s=%q, want %q", s.Name, k, s.Labels[k], want)
+		}
+	}
+	if got := s.Annotations["meta.helm.sh/release-name"]; got != r.name {
+		t.Errorf("Secret %s is not owned by the release (meta.helm.sh/release-name=%q)", s.Name, got)
+	}
+	verifyCert(t, s.Data["curve.cert"])
+}
+
+// verifyCert runs `flux-keygen verify` on the certificate.
+func verifyCert(t *testing.T, cert []byte) {
+	t.Helper()
+	if len(cert) == 0 {
+		t.Fatal("the curve Secret has no curve.cert")
+	}
+	path := filepath.Join(t.TempDir(), "curve.cert")
+	if err := os.WriteFile(path, cert, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin("flux-keygen"), "verify", path).CombinedOutput()
+	if err != nil {
+		t.Errorf("flux-keygen verify rejects the certificate of the curve Secret: %v\n%s", err, out)
+	}
+}
+
+// helmTest runs `helm test` and fails the test if it does not pass.
+func helmTest(t *testing.T, r *release) {
+	t.Helper()
+	out, err := r.run("test", r.name, "--logs", "--timeout", "2m")
+	if err != nil {
+		t.Errorf("helm test %s failed: %v\n%s", r.name, err, out)
+	}
+}
+
+// checkWiring is everything an interactive MiniCluster of `size` brokers must show.
+func checkWiring(t *testing.T, r *release, size int) map[int]corev1.Pod {
+	t.Helper()
+	checkHook(t, r)
+	pods := waitConnected(t, r.ns, r.name, size, wiringTimeout)
+	checkDNS(t, r.ns, r.name, pods)
+	helmTest(t, r)
+	return pods
+}
+
+// Install an interactive MiniCluster of 6 and check the whole wiring; uninstall leaves
+// nothing and the same name installs again.
+func TestInstallUninstallReinstall(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t, "install")
+	r := newRelease(t, ns, "flux-sample", helm3)
+	r.install("--set", "size=6,interactive=true")
+	checkWiring(t, r, 6)
+	hosts := r.brokerConfig()["hosts"]
+	if hosts != "flux-sample-[0-15]" {
+		t.Errorf("broker ConfigMap hosts = %q, want flux-sample-[0-15]", hosts)
+	}
+
+	r.uninstall()
+	waitNothingLeft(t, ns, r.name, time.Minute)
+
+	r.install("--set", "size=6,interactive=true")
+	checkHook(t, r)
+	waitConnected(t, ns, r.name, 6, wiringTimeout)
+	r.uninstall()
+	waitNothingLeft(t, ns, r.name, time.Minute)
+}
+
+// The hello-world values: the lead runs `hostname` as 4 tasks on 4 brokers, prints every
+// broker's hostname, and the Job completes.
+func TestEphemeralHelloWorld(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t, "hello")
+	r := newRelease(t, ns, "flux-sample", helm3)
+	r.install("-f", filepath.Join(repoRoot, "values", "hello-world.yaml"))
+	checkHook(t, r)
+	waitJobComplete(t, r, 3*time.Minute)
+	checkLeadPrintedHostnames(t, r, 4)
+	r.uninstall()
+	waitNothingLeft(t, ns, r.name, time.Minute)
+}
+
+func waitJobComplete(t *testing.T, r *release, within time.Duration) {
+	t.Helper()
+	eventually(t, within, "Job "+r.name+" complete", func() (bool, string) {
+		job, err := kube.BatchV1().Jobs(r.ns).Get(context.Background(), r.name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, c := range job.Status.Conditions {
+			if c.Status == corev1.ConditionTrue && c.Type == batchv1.JobFailed {
+				t.Fatalf("Job %s failed: %s %s", r.name, c.Reason, c.Message)
+			}
+			if c.Status == corev1.ConditionTrue && c.Type == batchv1.JobComplete {
+				return true, ""
+			}
+		}
+		return false, "conditions " + jobConditions(job.Status.Conditions)
+	})
+}
+
+// checkLeadPrintedHostnames: the lead's log has the output of `hostname` from every broker.
+func checkLeadPrintedHostnames(t *testing.T, r *release, size int) {
+	t.Helper()
+	pods, err := kube.CoreV1().Pods(r.ns).List(context.Background(), metav1.ListOptions{
+		LabelSelector: fmt.Sprintf("app.kubernetes.io/instance=%s,%s=0", r.name, indexLabel)})
+	if err != nil || len(pods.Items) == 0 {
+		t.Fatalf("no lead pod: %v", err)
+	}
+	log, err := podLogs(r.ns, pods.Items[0].Name, "flux", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := map[string]bool{}
+	for _, l := range strings.Split(log, "\n") {
+		lines[strings.TrimSpace(l)] = true
+	}
+	for i := range size {
+		if host := fmt.Sprintf("%s-%d", r.name, i); !lines[host] {
+			t.Errorf("the lead's log has no line %q (hostname on rank %d):\n%s", host, i, log)
+		}
+	}
+}
+
+// The same MiniCluster through the post-renderer: Helm 3 runs the binary.
+func TestPostRendererHelm3(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t, "postrender3")
+	r := newRelease(t, ns, "flux-sample", helm3, "--post-renderer", bin("minicluster-postrender"))
+	r.install("--set", "size=6,interactive=true")
+	checkWiring(t, r, 6)
+	r.uninstall()
+	waitNothingLeft(t, ns, r.name, time.Minute)
+}
+
+// Helm 4 takes a post-renderer plugin, installed here into an isolated Helm home.
+func TestPostRendererHelm4Plugin(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t, "postrender4")
+	home := t.TempDir()
+	r := newRelease(t, ns, "flux-sample", helm4, "--post-renderer", "minicluster")
+	r.env = []string{"HELM_DATA_HOME=" + filepath.Join(home, "data"), "HELM_CONFIG_HOME=" + filepath.Join(home, "config"),
+		"HELM_CACHE_HOME=" + filepath.Join(home, "cache"), "HELM_PLUGINS=" + filepath.Join(home, "data", "plugins")}
+	if _, err := r.run("plugin", "install", bin("helm-plugin/minicluster")); err != nil {
+		t.Fatalf("helm 4 plugin install: %v", err)
+	}
+	if out, _ := r.run("plugin", "list"); !strings.Contains(out, "minicluster") {
+		t.Fatalf("helm 4 plugin list does not show minicluster:\n%s", out)
+	}
+	r.install("--set", "size=6,interactive=true")
+	checkWiring(t, r, 6)
+	// The ephemeral run through Helm 4 as well, in the same namespace under another name.
+	hello := newRelease(t, ns, "hello", helm4, "--post-renderer", "minicluster")
+	hello.env = r.env
+	hello.install("-f", filepath.Join(repoRoot, "values", "hello-world.yaml"))
+	waitJobComplete(t, hello, 3*time.Minute)
+	checkLeadPrintedHostnames(t, hello, 4)
+	r.uninstall()
+	hello.uninstall()
+	waitNothingLeft(t, ns, r.name, time.Minute)
+	waitNothingLeft(t, ns, hello.name, time.Minute)
+}

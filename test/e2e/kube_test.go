@@ -1,0 +1,372 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/remotecommand"
+)
+
+const indexLabel = "batch.kubernetes.io/job-completion-index"
+
+// newNamespace creates a namespace for one test and deletes it afterwards; when the test
+// failed it first logs what is in it (pods, their logs, events).
+func newNamespace(t testing.TB, prefix string) string {
+	t.Helper()
+	suffix := make([]byte, 3)
+	_, _ = rand.Read(suffix)
+	name := fmt.Sprintf("e2e-%s-%x", prefix, suffix)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"minicluster.dev/e2e": "true"}}}
+	if _, err := kube.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpNamespace(t, name)
+		}
+		err := kube.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Logf("delete namespace %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+// dumpNamespace logs pods (with statuses and log tails), Jobs and the latest events.
+func dumpNamespace(t testing.TB, ns string) {
+	ctx := context.Background()
+	var b strings.Builder
+	fmt.Fprintf(&b, "==== diagnostics of namespace %s\n", ns)
+	if jobs, err := kube.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, j := range jobs.Items {
+			fmt.Fprintf(&b, "job %s: completions=%v parallelism=%v active=%d succeeded=%d failed=%d conditions=%v\n",
+				j.Name, ptrStr(j.Spec.Completions), ptrStr(j.Spec.Parallelism), j.Status.Active, j.Status.Succeeded, j.Status.Failed, jobConditions(j.Status.Conditions))
+		}
+	}
+	pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err == nil {
+		for _, p := range pods.Items {
+			fmt.Fprintf(&b, "pod %s: %s deleting=%v %s\n", p.Name, p.Status.Phase, p.DeletionTimestamp != nil, containerStates(p))
+			for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
+				logs, _ := podLogs(ns, p.Name, c.Name, 40)
+				if logs != "" {
+					fmt.Fprintf(&b, "---- logs of %s/%s (last 40 lines)\n%s", p.Name, c.Name, logs)
+				}
+			}
+		}
+	}
+	if evs, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{}); err == nil {
+		items := evs.Items
+		sort.Slice(items, func(i, j int) bool { return eventTime(items[i]).Before(eventTime(items[j])) })
+		if len(items) > 50 {
+			items = items[len(items)-50:]
+		}
+		fmt.Fprintf(&b, "---- last %d events\n", len(items))
+		for _, e := range items {
+			fmt.Fprintf(&b, "%s %s %s/%s %s: %s\n", eventTime(e).Format("15:04:05.000"), e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+		}
+	}
+	t.Log(b.String())
+}
+
+func eventTime(e corev1.Event) time.Time {
+	switch {
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	}
+	return e.CreationTimestamp.Time
+}
+
+func ptrStr(p *int32) string {
+	if p == nil {
+		return "nil"
+	}
+	return strconv.Itoa(int(*p))
+}
+
+func containerStates(p corev1.Pod) string {
+	var parts []string
+	for _, s := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+		state := "?"
+		switch {
+		case s.State.Running != nil:
+			state = "running"
+		case s.State.Waiting != nil:
+			state = "waiting " + s.State.Waiting.Reason + " " + s.State.Waiting.Message
+		case s.State.Terminated != nil:
+			state = fmt.Sprintf("terminated %s exit=%d", s.State.Terminated.Reason, s.State.Terminated.ExitCode)
+		}
+		parts = append(parts, fmt.Sprintf("%s[%s restarts=%d]", s.Name, state, s.RestartCount))
+	}
+	return strings.Join(parts, " ")
+}
+
+// podLogs returns a container's log (the last tail lines when tail > 0).
+func podLogs(ns, pod, container string, tail int64) (string, error) {
+	opts := &corev1.PodLogOptions{Container: container}
+	if tail > 0 {
+		opts.TailLines = &tail
+	}
+	data, err := kube.CoreV1().Pods(ns).GetLogs(pod, opts).DoRaw(context.Background())
+	return string(data), err
+}
+
+// logLine is one log line with the time the runtime recorded it.
+type logLine struct {
+	At   time.Time
+	Text string
+}
+
+// timedLogs returns a container's log lines with their runtime timestamps.
+func timedLogs(ns, pod, container string) ([]logLine, error) {
+	data, err := kube.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: container, Timestamps: true}).DoRaw(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	var lines []logLine
+	for _, l := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
+		stamp, text, _ := strings.Cut(l, " ")
+		at, err := time.Parse(time.RFC3339Nano, stamp)
+		if err != nil {
+			continue
+		}
+		lines = append(lines, logLine{at, text})
+	}
+	return lines, nil
+}
+
+// execIn runs a command in a pod's container and returns its stdout and stderr.
+func execIn(ns, pod, container string, cmd ...string) (string, string, error) {
+	req := kube.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Container: container, Command: cmd, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+	ex, err := remotecommand.NewSPDYExecutor(restConfig, "POST", req.URL())
+	if err != nil {
+		return "", "", err
+	}
+	var stdout, stderr bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr})
+	return stdout.String(), stderr.String(), err
+}
+
+// eventually polls cond every 200ms until it is true, failing the test with its last
+// explanation when the deadline passes.
+func eventually(t testing.TB, within time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v: %s", what, within, why)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// brokerPods returns the release's broker pods by completion index (the newest pod of each
+// index that is not being deleted) and how many pods exist in all, terminating ones included.
+func brokerPods(ns, release string) (map[int]corev1.Pod, int, error) {
+	list, err := kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{
+		LabelSelector: "app.kubernetes.io/instance=" + release + ",app.kubernetes.io/component=broker"})
+	if err != nil {
+		return nil, 0, err
+	}
+	pods := map[int]corev1.Pod{}
+	for _, p := range list.Items {
+		i, err := strconv.Atoi(p.Labels[indexLabel])
+		if err != nil || p.DeletionTimestamp != nil {
+			continue
+		}
+		if old, ok := pods[i]; !ok || old.CreationTimestamp.Before(&p.CreationTimestamp) {
+			pods[i] = p
+		}
+	}
+	return pods, len(list.Items), nil
+}
+
+var onlineRE = regexp.MustCompile(`online: (\d+) of (\d+) brokers online`)
+
+// leadOnline is the number of brokers rank 0 last reported online, from its log.
+func leadOnline(log string) int {
+	m := onlineRE.FindAllStringSubmatch(log, -1)
+	if len(m) == 0 {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[len(m)-1][1])
+	return n
+}
+
+// connectedLine is what the stand-in logs when rank r reached its parent (kary:2 by default).
+func connectedLine(r int) string {
+	return fmt.Sprintf("rank %d connected to parent rank %d (", r, (r-1)/2)
+}
+
+// waitConnected waits until exactly size broker pods run, every worker logged its connection
+// to its parent, and rank 0 counts size brokers online.
+func waitConnected(t testing.TB, ns, release string, size int, within time.Duration) map[int]corev1.Pod {
+	t.Helper()
+	var pods map[int]corev1.Pod
+	eventually(t, within, fmt.Sprintf("%d brokers of %s connected", size, release), func() (bool, string) {
+		var total int
+		var err error
+		if pods, total, err = brokerPods(ns, release); err != nil {
+			return false, err.Error()
+		}
+		if len(pods) != size || total != size {
+			return false, fmt.Sprintf("%d broker pods (%d with terminating ones), want %d", len(pods), total, size)
+		}
+		for i := range size {
+			p, ok := pods[i]
+			if !ok {
+				return false, fmt.Sprintf("no pod with index %d", i)
+			}
+			if p.Status.Phase != corev1.PodRunning {
+				return false, fmt.Sprintf("pod %s is %s %s", p.Name, p.Status.Phase, containerStates(p))
+			}
+			log, err := podLogs(ns, p.Name, "flux", 0)
+			if err != nil {
+				return false, err.Error()
+			}
+			if i > 0 && !strings.Contains(log, connectedLine(i)) {
+				return false, fmt.Sprintf("rank %d has not logged %q", i, connectedLine(i))
+			}
+			if i == 0 && leadOnline(log) != size {
+				return false, fmt.Sprintf("rank 0 counts %d brokers online", leadOnline(log))
+			}
+		}
+		return true, ""
+	})
+	return pods
+}
+
+// checkDNS: from every broker pod, every broker's FQDN resolves (busybox nslookup).
+func checkDNS(t testing.TB, ns, release string, pods map[int]corev1.Pod) {
+	t.Helper()
+	var names []string
+	for i := range len(pods) {
+		names = append(names, fmt.Sprintf("%s-%d.%s.%s.svc.cluster.local", release, i, release, ns))
+	}
+	script := `for h in "$@"; do out=$(nslookup "$h" 2>&1) || echo "FAIL $h: $out"; done`
+	for i := range len(pods) {
+		stdout, stderr, err := execIn(ns, pods[i].Name, "flux", append([]string{"/bin/sh", "-c", script, "sh"}, names...)...)
+		if err != nil || strings.TrimSpace(stdout) != "" {
+			t.Errorf("pod %s (rank %d) cannot resolve every broker: %v\n%s%s", pods[i].Name, i, err, stdout, stderr)
+		}
+	}
+}
+
+// leftovers lists what remains of a release in ns: anything with its instance label, the
+// names the chart and its hook use, and Helm's release records.
+func leftovers(ns, release string) ([]string, error) {
+	ctx := context.Background()
+	names := []string{release, release + "-keygen", release + "-broker", release + "-entrypoint", release + "-curve", release + "-munge", release + "-test-wiring"}
+	var left []string
+	add := func(kind, name string, labels map[string]string) {
+		if labels["app.kubernetes.io/instance"] == release || slices.Contains(names, name) ||
+			labels["job-name"] == release || labels["job-name"] == release+"-keygen" ||
+			(labels["owner"] == "helm" && labels["name"] == release) {
+			left = append(left, kind+"/"+name)
+		}
+	}
+	all := metav1.ListOptions{}
+	c := kube.CoreV1()
+	jobs, err := kube.BatchV1().Jobs(ns).List(ctx, all)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range jobs.Items {
+		add("Job", o.Name, o.Labels)
+	}
+	pods, err := c.Pods(ns).List(ctx, all)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range pods.Items {
+		add("Pod", o.Name, o.Labels)
+	}
+	svcs, err := c.Services(ns).List(ctx, all)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range svcs.Items {
+		add("Service", o.Name, o.Labels)
+	}
+	cms, err := c.ConfigMaps(ns).List(ctx, all)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range cms.Items {
+		add("ConfigMap", o.Name, o.Labels)
+	}
+	secrets, err := c.Secrets(ns).List(ctx, all)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range secrets.Items {
+		add("Secret", o.Name, o.Labels)
+	}
+	sas, err := c.ServiceAccounts(ns).List(ctx, all)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range sas.Items {
+		add("ServiceAccount", o.Name, o.Labels)
+	}
+	roles, err := kube.RbacV1().Roles(ns).List(ctx, all)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range roles.Items {
+		add("Role", o.Name, o.Labels)
+	}
+	rbs, err := kube.RbacV1().RoleBindings(ns).List(ctx, all)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range rbs.Items {
+		add("RoleBinding", o.Name, o.Labels)
+	}
+	return left, nil
+}
+
+// waitNothingLeft waits until nothing of the release remains in ns.
+func waitNothingLeft(t testing.TB, ns, release string, within time.Duration) {
+	t.Helper()
+	eventually(t, within, "nothing left of "+release, func() (bool, string) {
+		left, err := leftovers(ns, release)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(left) == 0, "still there: " + strings.Join(left, ", ")
+	})
+}
+
+func jobConditions(cs []batchv1.JobCondition) string {
+	var parts []string
+	for _, c := range cs {
+		parts = append(parts, fmt.Sprintf("%s=%s(%s)", c.Type, c.Status, c.Reason))
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}

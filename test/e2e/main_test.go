@@ -1,0 +1,94 @@
+//go:build e2e
+
+// Package e2e installs the minicluster chart on a real cluster (the one KUBECONFIG names) with
+// the helm CLI and checks the result with client-go. The pods run the Flux stand-in
+// (test/fluxstandin), a wiring check, not Flux. Run with `make e2e`; `make bench-e2e` prints
+// the timings.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+var (
+	kube       kubernetes.Interface
+	restConfig *rest.Config
+	kubeconfig string
+	repoRoot   string
+	helm3      string // helm v3 CLI
+	helm4      string // helm v4 CLI
+	chartDir   string
+)
+
+// testImages points the chart at the images `make images` builds and ci/cluster imports.
+var testImages = []string{"--set", "image=localhost/minicluster/busybox:test,imagePullPolicy=IfNotPresent," +
+	"flux.view.image=localhost/minicluster/flux-view-standin:test,flux.view.imagePullPolicy=IfNotPresent," +
+	"keygen.image.pullPolicy=IfNotPresent,tests.image=localhost/minicluster/busybox:test,tests.imagePullPolicy=IfNotPresent"}
+
+func TestMain(m *testing.M) {
+	if err := setup(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+func setup() error {
+	wd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	for repoRoot = wd; ; repoRoot = filepath.Dir(repoRoot) {
+		if _, err := os.Stat(filepath.Join(repoRoot, "go.mod")); err == nil {
+			break
+		}
+		if repoRoot == filepath.Dir(repoRoot) {
+			return fmt.Errorf("no go.mod above %s: run the tests from the repository", wd)
+		}
+	}
+	chartDir = filepath.Join(repoRoot, "charts", "minicluster")
+	kubeconfig = os.Getenv("KUBECONFIG")
+	if kubeconfig == "" {
+		kubeconfig = filepath.Join(repoRoot, ".cluster", "kubeconfig")
+		os.Setenv("KUBECONFIG", kubeconfig)
+	}
+	helm3 = envOr("HELM3", filepath.Join(repoRoot, "bin", "tools", "helm3", "helm"))
+	helm4 = envOr("HELM4", filepath.Join(repoRoot, "bin", "tools", "helm4", "helm"))
+	for _, f := range []string{helm3, helm4, bin("flux-keygen"), bin("minicluster-postrender"), bin("helm-plugin/minicluster/plugin.yaml")} {
+		if _, err := os.Stat(f); err != nil {
+			return fmt.Errorf("%s is missing: run `make tools build` first (or set HELM3/HELM4)", f)
+		}
+	}
+	if restConfig, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
+		return fmt.Errorf("KUBECONFIG=%s: %w; start a cluster with `make cluster-up` (or `make kind-up`)", kubeconfig, err)
+	}
+	restConfig.QPS, restConfig.Burst = 50, 100
+	if kube, err = kubernetes.NewForConfig(restConfig); err != nil {
+		return err
+	}
+	v, err := kube.Discovery().ServerVersion()
+	if err != nil {
+		return fmt.Errorf("the cluster in KUBECONFIG=%s does not answer: %w; start one with `make cluster-up`", kubeconfig, err)
+	}
+	fmt.Printf("e2e: Kubernetes %s at %s (KUBECONFIG=%s)\n", v.GitVersion, restConfig.Host, kubeconfig)
+	_ = context.Background()
+	return nil
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// bin is a path under the repository's bin directory (made by `make build`).
+func bin(name string) string { return filepath.Join(repoRoot, "bin", name) }

@@ -1,0 +1,70 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Resize 6 -> 8 -> 3 with helm upgrade --reuse-values: pods come and go, new ranks connect,
+// broker.toml and the certificate stay the same. Growing past maxSize and changing the image
+// fail with the chart's message and leave the release deployed.
+func TestResize(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t, "resize")
+	r := newRelease(t, ns, "flux-sample", helm3)
+	r.install("--set", "size=6,interactive=true")
+	checkHook(t, r)
+	waitConnected(t, ns, r.name, 6, wiringTimeout)
+	config := r.brokerConfig()
+	cert := r.curveSecret().Data["curve.cert"]
+
+	for _, size := range []int{8, 3} {
+		if _, err := r.upgrade("--set", fmt.Sprintf("size=%d", size)); err != nil {
+			t.Fatalf("resize to %d: %v", size, err)
+		}
+		pods := waitConnected(t, ns, r.name, size, wiringTimeout)
+		lead, _ := podLogs(ns, pods[0].Name, "flux", 0)
+		if size < 6 && !strings.Contains(lead, "offline") {
+			t.Errorf("rank 0 did not see brokers go offline:\n%s", lead)
+		}
+		now := r.brokerConfig()
+		if now["broker.toml"] != config["broker.toml"] || now["hosts"] != config["hosts"] {
+			t.Errorf("resize to %d changed broker.toml or hosts:\nbefore %q\nafter  %q", size, config["broker.toml"], now["broker.toml"])
+		}
+		if now["size"] != fmt.Sprint(size) {
+			t.Errorf("broker ConfigMap size = %q after resize to %d", now["size"], size)
+		}
+		if got := r.curveSecret(); got == nil || !bytes.Equal(got.Data["curve.cert"], cert) {
+			t.Errorf("resize to %d changed or removed the CURVE certificate", size)
+		}
+		job, err := kube.BatchV1().Jobs(ns).Get(context.Background(), r.name, metav1.GetOptions{})
+		if err != nil || *job.Spec.Parallelism != int32(size) || *job.Spec.Completions != int32(size) {
+			t.Errorf("Job after resize to %d: parallelism/completions not %d (%v)", size, size, err)
+		}
+	}
+
+	_, revision := r.status()
+	for _, tc := range []struct {
+		set, want string
+	}{
+		{"size=17", "size=17 is larger than maxSize=16"},
+		{"image=localhost/minicluster/flux-standin:test", "differs from the running MiniCluster's image"},
+	} {
+		out, err := r.upgrade("--set", tc.set)
+		if err == nil || !strings.Contains(out, tc.want) {
+			t.Errorf("helm upgrade --set %s: want an error with %q, got %v:\n%s", tc.set, tc.want, err, out)
+		}
+		if status, rev := r.status(); status != "deployed" || rev != revision {
+			t.Errorf("after the refused upgrade --set %s the release is %s at revision %d, want deployed at %d", tc.set, status, rev, revision)
+		}
+	}
+	waitConnected(t, ns, r.name, 3, 10*time.Second) // still running as before
+}
