@@ -1,0 +1,143 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/minicluster/minicluster/keygen"
+)
+
+// version is set at build time: -ldflags "-X main.version=0.1.0".
+var version = "dev"
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1 // the work failed: invalid certificate, API error, unwritable file
+	exitUsage   = 2 // bad flags or arguments
+)
+
+// env is what the commands take from the process; tests replace it.
+type env struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	hostname       func() (string, error)
+	now            func() time.Time
+	newClient      func(kubeconfig string) (kubernetes.Interface, error)
+}
+
+func defaultEnv() env {
+	return env{getenv: os.Getenv, hostname: os.Hostname, now: time.Now, newClient: newClient}
+}
+
+// usageError marks errors in how the command was called (exit 2).
+type usageError struct{ error }
+
+func run(args []string, stdout, stderr io.Writer, e env) int {
+	e.stdout, e.stderr = stdout, stderr
+	cmd := newRootCmd(e)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "flux-keygen: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+	var u usageError
+	if errors.As(err, &u) {
+		return exitUsage
+	}
+	return exitFailure
+}
+
+const rootLong = `flux-keygen makes the CURVE certificate that all brokers of a Flux instance share.
+
+  flux-keygen [--name NAME] [--meta KEY=VAL,...] PATH
+
+writes a new certificate to PATH with mode 0600, like flux-core's ` + "`flux keygen PATH`" + `:
+the same file format (a "metadata" section with name, keygen.hostname, keygen.time and
+keygen.userid, then a "curve" section with public-key and secret-key in Z85), accepted by
+the Flux broker and by libzmq. The keys are an X25519 pair made with Go's crypto/ecdh from
+crypto/rand, which is what libzmq's zmq_curve_keypair makes; no ZeroMQ library is needed.
+Differences: the metadata names keygen.go-version and keygen.minicluster-version instead of
+keygen.flux-core-version and keygen.zmq-version (neither made these keys), and metadata that
+flux's reader would reject (e.g. '_', ',' or quotes in a value) is refused up front.
+
+  flux-keygen verify PATH     checks a certificate with flux-core's reader rules
+  flux-keygen kube ...        creates the certificate (and munge key) in Kubernetes; the
+                              minicluster chart's pre-install hook runs it
+
+Exit codes: 0 success, 1 failure (the reason is printed on one line), 2 bad usage.`
+
+func newRootCmd(e env) *cobra.Command {
+	var name string
+	var meta []string
+	cmd := &cobra.Command{
+		Use:           "flux-keygen [--name NAME] [--meta KEY=VAL,...] PATH",
+		Short:         "Make a Flux CURVE certificate (drop-in for flux keygen)",
+		Long:          rootLong,
+		Version:       version,
+		Args:          usageArgs(cobra.MaximumNArgs(1)),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			host, err := e.hostname()
+			if err != nil {
+				return fmt.Errorf("reading the hostname: %w", err)
+			}
+			extra, err := parseMeta(meta)
+			if err != nil {
+				return err
+			}
+			c, err := keygen.New(keygen.Options{Name: name, Meta: extra, Hostname: host, Time: e.now(),
+				UserID: os.Getuid(), Version: version})
+			if err != nil {
+				return usageError{err}
+			}
+			if len(args) == 0 {
+				// As flux keygen: without PATH the certificate is made and thrown away.
+				fmt.Fprintln(e.stderr, "flux-keygen: WARNING: add PATH argument to save generated certificate")
+				return nil
+			}
+			return c.WriteFile(args[0])
+		},
+	}
+	cmd.Flags().StringVarP(&name, "name", "n", "", "certificate name, logged by the broker for its peers (default: the hostname)")
+	cmd.Flags().StringArrayVar(&meta, "meta", nil, "add comma-separated KEY=VAL metadata (repeatable; the first value of a key wins)")
+	cmd.SetOut(e.stdout)
+	cmd.SetErr(e.stderr)
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	cmd.AddCommand(newVerifyCmd(e), newKubeCmd(e))
+	return cmd
+}
+
+// parseMeta splits --meta values at commas into KEY=VAL entries, as flux keygen's --meta does;
+// KEY alone means an empty value.
+func parseMeta(args []string) ([]keygen.Meta, error) {
+	var out []keygen.Meta
+	for _, arg := range args {
+		for _, kv := range strings.Split(arg, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			if k == "" {
+				return nil, usageError{fmt.Errorf("--meta %q: empty key; want KEY=VAL", kv)}
+			}
+			out = append(out, keygen.Meta{Key: k, Value: v})
+		}
+	}
+	return out, nil
+}
+
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return usageError{fmt.Errorf("%w (usage: %s)", err, cmd.UseLine())}
+		}
+		return nil
+	}
+}
