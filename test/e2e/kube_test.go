@@ -206,7 +206,7 @@ func brokerPods(ns, release string) (map[int]corev1.Pod, int, error) {
 	return pods, len(list.Items), nil
 }
 
-var onlineRE = regexp.MustCompile(`online: (\d+) of (\d+) brokers online`)
+var onlineRE = regexp.MustCompile(`(?:online|offline): (\d+) of (\d+) brokers online`)
 
 // leadOnline is the number of brokers rank 0 last reported online, from its log.
 func leadOnline(log string) int {
