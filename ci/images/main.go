@@ -1,0 +1,35 @@
+// Command images builds the project's container images as tarballs, with no Docker:
+//
+//	go run ./ci/images --out bin/images --version 0.1.0
+//
+// It compiles the static Go binaries itself (CGO_ENABLED=0), takes busybox from Debian's
+// busybox-static (/usr/bin/busybox), assembles each image with go-containerregistry and writes
+// one docker-save tarball per image (which `ctr images import`, `kind load image-archive` and
+// `docker load` read). An image whose input is missing is reported by name after the others
+// are written, and the exit status is 1.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+)
+
+func main() {
+	out := flag.String("out", "bin/images", "directory for the image tarballs")
+	version := flag.String("version", "0.1.0", "version: the flux-keygen image tag, its version label and its -X main.version")
+	busybox := flag.String("busybox", "/usr/bin/busybox", "static busybox binary (Debian: apt-get install busybox-static)")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "images: unexpected argument %q (usage: go run ./ci/images --out DIR --version V)\n", flag.Arg(0))
+		os.Exit(2)
+	}
+	written, err := Build(Config{Out: *out, Version: *version, Busybox: *busybox}, os.Stderr)
+	for _, w := range written {
+		fmt.Printf("%s\t%s\n", w.Path, w.Ref)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "images: %v\n", err)
+		os.Exit(1)
+	}
+}
