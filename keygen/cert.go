@@ -173,10 +173,22 @@ func (c *Cert) Encode() ([]byte, error) {
 // WriteFile writes the certificate to path with mode 0600 (flux refuses a certificate that
 // group or others can read). It writes a temporary file next to path and renames it, so a
 // reader never sees half a certificate and an existing file's looser mode is not kept.
+// A path that exists and is not a regular file (/dev/stdout, a pipe) is written in place.
 func (c *Cert) WriteFile(path string) error {
 	data, err := c.Encode()
 	if err != nil {
 		return err
+	}
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() && !st.IsDir() {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+		if err != nil {
+			return fmt.Errorf("writing certificate: %w", err)
+		}
+		if _, err := f.Write(data); err != nil {
+			f.Close()
+			return fmt.Errorf("writing certificate: %w", err)
+		}
+		return f.Close()
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {

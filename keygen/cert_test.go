@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -165,5 +166,30 @@ func TestWriteFileMode(t *testing.T) {
 	}
 	if err := c.WriteFile(filepath.Join(t.TempDir(), "missing", "curve.cert")); err == nil {
 		t.Fatal("WriteFile into a missing directory succeeded")
+	}
+}
+
+// TestWriteFileToPipe: like flux keygen, PATH may be a pipe or /dev/stdout; it is written in
+// place, not replaced.
+func TestWriteFileToPipe(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pipe")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan []byte)
+	go func() {
+		data, _ := os.ReadFile(path)
+		got <- data
+	}()
+	c, _ := New(Options{Hostname: "h", Time: time.Now()})
+	if err := c.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse(<-got)
+	if err != nil || back.Public != c.Public {
+		t.Fatalf("read from the pipe: %v", err)
+	}
+	if st, _ := os.Lstat(path); st.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatalf("the pipe was replaced by a %v", st.Mode())
 	}
 }
