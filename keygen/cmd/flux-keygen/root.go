@@ -110,6 +110,7 @@ func newRootCmd(e env) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&name, "name", "n", "", "certificate name, logged by the broker for its peers (default: the hostname)")
 	cmd.Flags().StringArrayVar(&meta, "meta", nil, "add comma-separated KEY=VAL metadata (repeatable; the first value of a key wins)")
+	cmd.CompletionOptions.DisableDefaultCmd = true // keep PATH names free; no shell here to complete
 	cmd.SetOut(e.stdout)
 	cmd.SetErr(e.stderr)
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
