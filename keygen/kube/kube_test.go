@@ -1,8 +1,10 @@
 package kube
 
 // These tests hold the API-call logic (create, keep, refuse; never update) against client-go's
-// fake clientset. The same logic against a real API server, and Helm adopting and deleting the
-// objects, is tested end to end in test/e2e.
+// fake clientset, which answers Create with AlreadyExists like the API server but checks no
+// RBAC. Against a real API server, test/e2e runs the hook in the chart: the Secret it creates
+// holds a valid certificate with Helm's ownership (install_test.go), Helm keeps it on upgrade
+// (resize_test.go) and deletes it on uninstall, also after a failed install (fault_test.go).
 
 import (
 	"bytes"
