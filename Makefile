@@ -53,6 +53,7 @@ fuzz:
 	for t in $(FUZZ_TARGETS); do go test -run='^$$' -fuzz="^$${t#*:}$$" -fuzztime=$(FUZZ_TIME) "$${t%%:*}" || exit 1; done
 
 e2e: build tools images ## end-to-end tests against the cluster in KUBECONFIG (default: the local one)
+	@if [ -S "$(CLUSTER_DIR)/run/containerd.sock" ]; then bash ci/cluster/load-images.sh; fi
 	KUBECONFIG=$${KUBECONFIG:-$(CLUSTER_DIR)/kubeconfig} go test -tags e2e -count=1 -timeout 40m -v ./test/e2e/...
 
 bench-e2e: build tools images ## timings on the cluster in KUBECONFIG: install -> all connected vs a bare indexed Job (floor), resize, uninstall

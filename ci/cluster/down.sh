@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# down.sh stops the local cluster that up.sh started and removes what it made: the pods'
+# containers, kubelet, kube-proxy (and its iptables chains), the control plane, CoreDNS, etcd,
+# containerd, the mounts under $CLUSTER_DIR, the cgroups, the network namespace with its veths
+# and host routes, and the cluster state. It keeps $CLUSTER_DIR/logs and the binary cache.
+# Idempotent: with nothing running it only makes sure nothing is left.
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+(( EUID == 0 )) || die "needs root, like up.sh"
+lock
+T0=$(date +%s%N)
+
+# stop NAME: SIGTERM, up to 10 s of grace, then SIGKILL.
+stop() {
+	local name=$1 pid i
+	pid=$(pid_of "$name") || return 0
+	if alive "$name"; then
+		kill -TERM "$pid" 2>/dev/null
+		for ((i = 0; i < 100; i++)); do alive "$name" || break; sleep 0.1; done
+		alive "$name" && kill -KILL "$pid" 2>/dev/null && sleep 0.2
+		say "stopped $name (pid $pid)"
+	fi
+	rm -f "$PID_DIR/$name.pid"
+}
+
+# 1. Nothing may restart pods: the kubelet goes first, then every container is killed.
+stop kubelet
+netns_paths=()
+if alive containerd; then
+	for id in $(ctr_k8s containers ls -q 2>/dev/null); do
+		path=$(ctr_k8s containers info "$id" 2>/dev/null |
+			sed -n 's#.*"path": "\(/[^"]*netns/[^"]*\)".*#\1#p' | head -1)
+		[[ -n $path ]] && netns_paths+=("$path")
+	done
+	for id in $(ctr_k8s tasks ls -q 2>/dev/null); do ctr_k8s tasks kill -s SIGKILL "$id" >/dev/null 2>&1; done
+	for id in $(ctr_k8s tasks ls -q 2>/dev/null); do ctr_k8s tasks delete -f "$id" >/dev/null 2>&1; done
+	for id in $(ctr_k8s containers ls -q 2>/dev/null); do ctr_k8s containers delete "$id" >/dev/null 2>&1; done
+fi
+# Whatever still runs in the pods' cgroups is the cluster's: kill it.
+for d in $(cgroup_dirs); do
+	[[ -d $d ]] || continue
+	find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u | xargs -r kill -KILL 2>/dev/null
+done
+
+# 2. kube-proxy, then its iptables chains (they live in the namespace; flushed all the same).
+stop kube-proxy
+if [[ -e /run/netns/$NETNS && -x $CLUSTER_BIN/kube-proxy ]]; then
+	in_ns "$CLUSTER_BIN/kube-proxy" --cleanup >>"$LOG_DIR/kube-proxy-cleanup.log" 2>&1 || true
+fi
+
+# 3. The rest, in reverse start order.
+for name in coredns kube-scheduler kube-controller-manager kube-apiserver etcd containerd; do stop "$name"; done
+# containerd's shims outlive it; ours are the ones that talk to its socket.
+for p in /proc/[0-9]*; do
+	cmd=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null) || continue
+	if [[ $cmd == *containerd-shim* && $cmd == *"-address $CONTAINERD_SOCK"* ]]; then kill -KILL "${p#/proc/}" 2>/dev/null; fi
+done
+
+# 4. Mounts: the pods' network namespaces, then everything under $CLUSTER_DIR, deepest first.
+for path in "${netns_paths[@]}"; do
+	umount "$path" 2>/dev/null || umount -l "$path" 2>/dev/null
+	rm -f "$path"
+done
+mounts_under() { awk -v d="$CLUSTER_DIR/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r; }
+for m in $(mounts_under); do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null; done
+
+# 5. cgroups, deepest first (a cgroup only goes once its processes have).
+for d in $(cgroup_dirs); do
+	[[ -d $d ]] || continue
+	for ((i = 0; i < 20; i++)); do
+		find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+		[[ -d $d ]] || break
+		sleep 0.1
+	done
+	[[ -d $d ]] && say "cluster: could not remove cgroup $d (processes left in it?)" >&2
+done
+
+# 6. Network: deleting the namespace deletes its veths (and so the host end and host routes).
+ip link del "$HOST_LINK" 2>/dev/null
+if ip netns list | grep -qw "$NETNS"; then ip netns del "$NETNS" && say "deleted network namespace $NETNS"; fi
+
+# 7. State. Only when nothing is mounted below any more: rm must never walk into a bind mount.
+for l in /var/log/containers/*.log; do
+	[[ -L $l && $(readlink "$l") == "$CLUSTER_DIR/"* ]] && rm -f "$l"
+done
+if [[ -n $(mounts_under) ]]; then
+	say "cluster: mounts left under $CLUSTER_DIR, state NOT removed:" >&2
+	mounts_under >&2
+	exit 1
+fi
+if [[ -d $CLUSTER_DIR ]]; then
+	find "$CLUSTER_DIR" -mindepth 1 -maxdepth 1 ! -name logs -exec rm -rf --one-file-system {} +
+fi
+ds=$((($(date +%s%N) - T0) / 100000000))
+say "cluster down in $((ds / 10)).$((ds % 10))s (logs kept in $LOG_DIR; binaries cached in $CLUSTER_BIN)"

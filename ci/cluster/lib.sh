@@ -1,0 +1,77 @@
+# Shared settings and helpers of the local cluster scripts (sourced by up.sh, down.sh,
+# load-images.sh). Everything the cluster keeps lives under $CLUSTER_DIR, except what the
+# kernel keeps: a network namespace, a veth pair to the host with three host routes, and a
+# cgroup named $CGROUP_NAME in each cgroup controller.
+
+K8S_VERSION=${K8S_VERSION:-v1.35.4}
+CLUSTER_DIR=${CLUSTER_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/.cluster}
+CLUSTER_BIN=${MINICLUSTER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/minicluster}/k8s-$K8S_VERSION/bin
+
+NETNS=${MINICLUSTER_NETNS:-minicluster}
+NODE_NAME=minicluster
+# The node's address; it sits on a veth pair whose both ends stay in the namespace, which also
+# holds the (dead-end) default route, so nothing in the cluster reaches beyond the host.
+NODE_IP=10.250.0.2
+NODE_GW=10.250.0.1
+# The host end and the namespace end of the link that lets the host reach the cluster.
+HOST_LINK=mc-host
+HOST_LINK_IP=10.250.1.1
+NS_LINK=mc-ns
+NS_LINK_IP=10.250.1.2
+POD_CIDR=10.244.0.0/24
+SERVICE_CIDR=10.96.0.0/16
+API_SERVICE_IP=10.96.0.1
+CLUSTER_DOMAIN=cluster.local
+CGROUP_NAME=minicluster
+
+CONTAINERD_SOCK=$CLUSTER_DIR/run/containerd.sock
+KUBECONFIG_FILE=$CLUSTER_DIR/kubeconfig
+LOG_DIR=$CLUSTER_DIR/logs
+PID_DIR=$CLUSTER_DIR/run
+# Start order; down.sh stops them in reverse.
+COMPONENTS=(containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy coredns)
+
+# lock: one up.sh or down.sh at a time per cluster (up.sh calls down.sh under its own lock).
+lock() {
+	[[ -n ${MINICLUSTER_LOCKED:-} ]] && return 0
+	mkdir -p /run/lock
+	exec 9>"/run/lock/minicluster-$NETNS.lock"
+	flock -w 600 9 || die "another up.sh or down.sh holds /run/lock/minicluster-$NETNS.lock"
+	export MINICLUSTER_LOCKED=1
+}
+
+say() { printf '%s\n' "$*"; }
+die() { printf 'cluster: %s\n' "$*" >&2; exit 1; }
+
+# in_ns runs a command inside the cluster's network namespace (nsenter, not `ip netns exec`,
+# which remounts /sys under the kubelet's feet).
+in_ns() { nsenter --net="/run/netns/$NETNS" "$@"; }
+
+pid_of() { local f=$PID_DIR/$1.pid; [[ -f $f ]] && cat "$f"; }
+
+# alive NAME: the process recorded for NAME still runs (and is not a zombie).
+alive() {
+	local pid
+	pid=$(pid_of "$1") || return 1
+	[[ -n $pid && -d /proc/$pid ]] || return 1
+	[[ $(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) != Z ]]
+}
+
+kubectl_admin() { "$CLUSTER_BIN/kubectl" --kubeconfig "$KUBECONFIG_FILE" "$@"; }
+
+# ctr_k8s runs ctr against the cluster's own containerd, in the namespace the CRI uses.
+ctr_k8s() { ctr --address "$CONTAINERD_SOCK" -n k8s.io "$@"; }
+
+# cgroup_dirs prints the cluster's cgroup directory in every mounted cgroup hierarchy.
+cgroup_dirs() {
+	local m
+	if [[ -f /sys/fs/cgroup/cgroup.controllers ]]; then
+		echo "/sys/fs/cgroup/$CGROUP_NAME"
+		return
+	fi
+	for m in /sys/fs/cgroup/*/; do
+		[[ -L ${m%/} ]] && continue # cpu,cpuacct style symlinks
+		[[ ${m%/} == */unified ]] && continue # hybrid mode's cgroup2 tree: the kubelet uses v1
+		[[ -f $m/cgroup.procs ]] && echo "${m%/}/$CGROUP_NAME"
+	done
+}
