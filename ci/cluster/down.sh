@@ -2,7 +2,8 @@
 # down.sh stops the local cluster that up.sh started and removes what it made: the pods'
 # containers, kubelet, kube-proxy (and its iptables chains), the control plane, CoreDNS, etcd,
 # containerd, the mounts under $CLUSTER_DIR, the cgroups, the network namespace with its veths
-# and host routes, and the cluster state. It keeps $CLUSTER_DIR/logs and the binary cache.
+# and host routes, and the cluster state. It keeps $CLUSTER_DIR/logs and the binary cache
+# ($CLUSTER_DIR/bin links to it).
 # Idempotent: with nothing running it only makes sure nothing is left.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -89,7 +90,7 @@ if [[ -n $(mounts_under) ]]; then
 	exit 1
 fi
 if [[ -d $CLUSTER_DIR ]]; then
-	find "$CLUSTER_DIR" -mindepth 1 -maxdepth 1 ! -name logs -exec rm -rf --one-file-system {} +
+	find "$CLUSTER_DIR" -mindepth 1 -maxdepth 1 ! -name logs ! -name bin -exec rm -rf --one-file-system {} +
 fi
 ds=$((($(date +%s%N) - T0) / 100000000))
 say "cluster down in $((ds / 10)).$((ds % 10))s (logs kept in $LOG_DIR; binaries cached in $CLUSTER_BIN)"

@@ -39,6 +39,8 @@ fi
 # ---- binaries and images -------------------------------------------------------------------
 bash "$(dirname "${BASH_SOURCE[0]}")/build.sh"
 mkdir -p "$CLUSTER_DIR"
+# $CLUSTER_DIR/bin/kubectl (and the rest) for scripts and tests: a fresh machine has no kubectl.
+ln -sfn "$CLUSTER_BIN" "$CLUSTER_DIR/bin"
 rm -rf "$LOG_DIR"
 mkdir -p "$LOG_DIR" "$PID_DIR"
 if [[ -f $REPO/ci/images/main.go ]]; then
