@@ -4,7 +4,9 @@ package kube
 // fake clientset, which answers Create with AlreadyExists like the API server but checks no
 // RBAC. Against a real API server, test/e2e runs the hook in the chart: the Secret it creates
 // holds a valid certificate with Helm's ownership (install_test.go), Helm keeps it on upgrade
-// (resize_test.go) and deletes it on uninstall, also after a failed install (fault_test.go).
+// (resize_test.go) and deletes it on uninstall, also after a failed install (fault_test.go);
+// and kube_e2e_test.go (build tag e2e) runs create/keep/refuse here as the hook's service
+// account with exactly the chart's Role.
 
 import (
 	"bytes"
