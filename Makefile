@@ -18,7 +18,7 @@ FUZZ_TIME ?= 10s
 all: build
 
 build: ## flux-keygen, minicluster-postrender and its Helm 4 plugin into ./bin
-	go build -o $(BIN)/flux-keygen ./keygen/cmd/flux-keygen
+	go build -ldflags "-X main.version=$(VERSION)" -o $(BIN)/flux-keygen ./keygen/cmd/flux-keygen
 	go build -o $(BIN)/minicluster-postrender ./postrender/cmd/minicluster-postrender
 	mkdir -p $(BIN)/helm-plugin/minicluster
 	cp postrender/plugin/plugin.yaml $(BIN)/minicluster-postrender $(BIN)/helm-plugin/minicluster/
@@ -54,7 +54,7 @@ fuzz:
 
 e2e: build tools images ## end-to-end tests against the cluster in KUBECONFIG (default: the local one)
 	@if [ -S "$(CLUSTER_DIR)/run/containerd.sock" ]; then bash ci/cluster/load-images.sh; fi
-	KUBECONFIG=$${KUBECONFIG:-$(CLUSTER_DIR)/kubeconfig} go test -tags e2e -count=1 -timeout 40m -v ./test/e2e/...
+	KUBECONFIG=$${KUBECONFIG:-$(CLUSTER_DIR)/kubeconfig} go test -tags e2e -count=1 -timeout 40m -v ./test/e2e/... ./keygen/kube/...
 
 bench-e2e: build tools images ## timings on the cluster in KUBECONFIG: install -> all connected vs a bare indexed Job (floor), resize, uninstall
 	KUBECONFIG=$${KUBECONFIG:-$(CLUSTER_DIR)/kubeconfig} go test -tags e2e -count=1 -timeout 30m -run '^$$' -bench . -benchtime $${BENCHTIME:-3x} ./test/e2e/...
