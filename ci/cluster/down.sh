@@ -13,13 +13,13 @@ T0=$(date +%s%N)
 
 # stop NAME: SIGTERM, up to 10 s of grace, then SIGKILL.
 stop() {
-	local name=$1 pid i
+	local name=$1 pid i how=SIGTERM
 	pid=$(pid_of "$name") || return 0
 	if alive "$name"; then
 		kill -TERM "$pid" 2>/dev/null
 		for ((i = 0; i < 100; i++)); do alive "$name" || break; sleep 0.1; done
-		alive "$name" && kill -KILL "$pid" 2>/dev/null && sleep 0.2
-		say "stopped $name (pid $pid)"
+		if alive "$name"; then kill -KILL "$pid" 2>/dev/null && sleep 0.2; how=SIGKILL; fi
+		say "stopped $name (pid $pid, $how, $((i / 10)).$((i % 10))s)"
 	fi
 	rm -f "$PID_DIR/$name.pid"
 }
@@ -27,8 +27,10 @@ stop() {
 # 1. Nothing may restart pods: the kubelet goes first, then every container is killed.
 stop kubelet
 netns_paths=()
+ids=()
 if alive containerd; then
-	for id in $(ctr_k8s containers ls -q 2>/dev/null); do
+	mapfile -t ids < <(ctr_k8s containers ls -q 2>/dev/null)
+	for id in "${ids[@]}"; do
 		path=$(ctr_k8s containers info "$id" 2>/dev/null |
 			sed -n 's#.*"path": "\(/[^"]*netns/[^"]*\)".*#\1#p' | head -1)
 		[[ -n $path ]] && netns_paths+=("$path")
@@ -53,7 +55,7 @@ fi
 for name in coredns kube-scheduler kube-controller-manager kube-apiserver etcd containerd; do stop "$name"; done
 # containerd's shims outlive it; ours are the ones that talk to its socket.
 for p in /proc/[0-9]*; do
-	cmd=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null) || continue
+	cmd=$(tr '\0' ' ' 2>/dev/null <"$p/cmdline") || continue
 	if [[ $cmd == *containerd-shim* && $cmd == *"-address $CONTAINERD_SOCK"* ]]; then kill -KILL "${p#/proc/}" 2>/dev/null; fi
 done
 
@@ -64,6 +66,9 @@ for path in "${netns_paths[@]}"; do
 done
 mounts_under() { awk -v d="$CLUSTER_DIR/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r; }
 for m in $(mounts_under); do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null; done
+
+# libcni's result cache (kept outside $CLUSTER_DIR by containerd 1.6) of the pods' sandboxes.
+for id in "${ids[@]}"; do rm -f /var/lib/cni/results/minicluster-"$id"-* /var/lib/cni/results/cni-loopback-"$id"-*; done
 
 # 5. cgroups, deepest first (a cgroup only goes once its processes have).
 for d in $(cgroup_dirs); do

@@ -62,7 +62,8 @@ kubectl_admin() { "$CLUSTER_BIN/kubectl" --kubeconfig "$KUBECONFIG_FILE" "$@"; }
 # ctr_k8s runs ctr against the cluster's own containerd, in the namespace the CRI uses.
 ctr_k8s() { ctr --address "$CONTAINERD_SOCK" -n k8s.io "$@"; }
 
-# cgroup_dirs prints the cluster's cgroup directory in every mounted cgroup hierarchy.
+# cgroup_dirs prints the cluster's cgroup directory in every mounted cgroup hierarchy (in hybrid
+# mode the pods' cgroups appear in the cgroup2 tree "unified" too).
 cgroup_dirs() {
 	local m
 	if [[ -f /sys/fs/cgroup/cgroup.controllers ]]; then
@@ -71,7 +72,6 @@ cgroup_dirs() {
 	fi
 	for m in /sys/fs/cgroup/*/; do
 		[[ -L ${m%/} ]] && continue # cpu,cpuacct style symlinks
-		[[ ${m%/} == */unified ]] && continue # hybrid mode's cgroup2 tree: the kubelet uses v1
 		[[ -f $m/cgroup.procs ]] && echo "${m%/}/$CGROUP_NAME"
 	done
 }

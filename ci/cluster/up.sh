@@ -10,6 +10,8 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
 say "a real single-node Kubernetes $K8S_VERSION (kube-apiserver, kube-controller-manager, kube-scheduler, kubelet and kube-proxy built from k8s.io/kubernetes, etcd, containerd, CoreDNS) in network namespace '$NETNS', state in $CLUSTER_DIR"
 T0=$(date +%s%N)
+timeline=()
+mark() { timeline+=("$1 $(elapsed)s"); }
 elapsed() { local ds=$((($(date +%s%N) - T0) / 100000000)); echo "$((ds / 10)).$((ds % 10))"; }
 
 # ---- checks --------------------------------------------------------------------------------
@@ -38,6 +40,7 @@ fi
 
 # ---- binaries and images -------------------------------------------------------------------
 bash "$(dirname "${BASH_SOURCE[0]}")/build.sh"
+mark binaries
 mkdir -p "$CLUSTER_DIR"
 # $CLUSTER_DIR/bin/kubectl (and the rest) for scripts and tests: a fresh machine has no kubectl.
 ln -sfn "$CLUSTER_BIN" "$CLUSTER_DIR/bin"
@@ -48,6 +51,7 @@ if [[ -f $REPO/ci/images/main.go ]]; then
 	(cd "$REPO" && go run ./ci/images --out "$REPO/bin/images" --version "${VERSION:-0.1.0}") >"$LOG_DIR/images.log" 2>&1 ||
 		{ tail -20 "$LOG_DIR/images.log" >&2; die "building the images failed (log: $LOG_DIR/images.log)"; }
 fi
+mark images
 IMAGES_DIR=${IMAGES_DIR:-$REPO/bin/images}
 [[ -f $IMAGES_DIR/pause.tar ]] || die "no $IMAGES_DIR/pause.tar; build the images first: make images"
 
@@ -259,6 +263,7 @@ wait_for etcd 30 "etcd to be healthy" in_ns curl -fsS http://127.0.0.1:2379/heal
 
 # ---- control plane -------------------------------------------------------------------------
 B=$CLUSTER_BIN
+mark etcd
 start kube-apiserver "$B/kube-apiserver" \
 	--etcd-servers=http://127.0.0.1:2379 \
 	--bind-address=0.0.0.0 --secure-port=6443 --advertise-address="$NODE_IP" \
@@ -277,6 +282,7 @@ start kube-apiserver "$B/kube-apiserver" \
 wait_for kube-apiserver 60 "the API server to be ready" \
 	curl -fsS --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "https://$NODE_IP:6443/readyz"
 
+mark apiserver
 start kube-controller-manager "$B/kube-controller-manager" \
 	--kubeconfig="$CONF/controller-manager.kubeconfig" \
 	--authentication-kubeconfig="$CONF/controller-manager.kubeconfig" \
@@ -364,16 +370,22 @@ start coredns "$B/coredns" -conf "$CONF/Corefile"
 # ---- ready? --------------------------------------------------------------------------------
 node_ready() { [[ $(kubectl_admin get node "$NODE_NAME" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}') == True ]]; }
 wait_for kubelet 90 "node $NODE_NAME to be Ready" node_ready
+mark node-Ready
 wait_for kube-controller-manager 60 "the default ServiceAccount" kubectl_admin -n default get serviceaccount default
+mark default-ServiceAccount
 dns_answers() { nslookup_out=$(busybox nslookup "kubernetes.default.svc.$CLUSTER_DOMAIN" "$NODE_IP" 2>&1) && [[ $nslookup_out == *"$API_SERVICE_IP"* ]]; }
 if command -v busybox >/dev/null; then
 	wait_for coredns 60 "CoreDNS to answer kubernetes.default.svc.$CLUSTER_DOMAIN" dns_answers
 else
 	wait_for coredns 60 "CoreDNS to be ready" in_ns curl -fsS http://127.0.0.1:8181/ready
 fi
+mark DNS
 wait_for kube-proxy 60 "the kubernetes Service IP $API_SERVICE_IP from the host" \
 	curl -fsS --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "https://$API_SERVICE_IP/readyz"
 
 trap - EXIT
+mark Service-IP
+printf -v tl '%s, ' "${timeline[@]}"
+say "cluster: timeline: ${tl%, }"
 say "cluster up in $(elapsed)s: node $NODE_NAME ($NODE_IP) Ready, pods $POD_CIDR, services $SERVICE_CIDR, DNS $CLUSTER_DOMAIN at $NODE_IP; logs in $LOG_DIR"
 say "export KUBECONFIG=$KUBECONFIG_FILE"
