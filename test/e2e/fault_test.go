@@ -81,7 +81,7 @@ func TestFailedInstallLeavesNothing(t *testing.T) {
 	ns := newNamespace(t, "fault-image")
 	r := newRelease(t, ns, "flux-sample", helm3)
 	out, err := r.tryInstall("-f", filepath.Join(repoRoot, "values", "hello-world.yaml"),
-		"--set", "image=localhost/minicluster/no-such-image:none", "--wait", "--wait-for-jobs", "--timeout", "20s")
+		"--set", "image=localhost/minicluster/no-such-image:none", "--wait", "--wait-for-jobs", "--timeout", "30s")
 	if err == nil {
 		t.Fatalf("install with a missing image succeeded:\n%s", out)
 	}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"k8s.io/client-go/kubernetes"
@@ -54,7 +55,9 @@ func setup() error {
 			return fmt.Errorf("no go.mod above %s: run the tests from the repository", wd)
 		}
 	}
-	chartDir = filepath.Join(repoRoot, "charts", "minicluster")
+	// E2E_CHART and E2E_INSTALL_ARGS run the suite against another build of the chart.
+	chartDir = envOr("E2E_CHART", filepath.Join(repoRoot, "charts", "minicluster"))
+	testImages = append(testImages, strings.Fields(os.Getenv("E2E_INSTALL_ARGS"))...)
 	kubeconfig = os.Getenv("KUBECONFIG")
 	if kubeconfig == "" {
 		kubeconfig = filepath.Join(repoRoot, ".cluster", "kubeconfig")
