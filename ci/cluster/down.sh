@@ -10,6 +10,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 (( EUID == 0 )) || die "needs root, like up.sh"
 lock
 T0=$(date +%s%N)
+# MINICLUSTER_TRACE=1 prints how long each step took.
+step() { [[ -z ${MINICLUSTER_TRACE:-} ]] || say "  $((($(date +%s%N) - T0) / 1000000))ms: $*"; }
 
 # stop NAME: SIGTERM, up to 10 s of grace, then SIGKILL.
 stop() {
@@ -24,6 +26,7 @@ stop() {
 	rm -f "$PID_DIR/$name.pid"
 }
 
+step "kubelet and containers"
 # 1. Nothing may restart pods: the kubelet goes first, then every container is killed.
 stop kubelet
 netns_paths=()
@@ -45,12 +48,14 @@ for d in $(cgroup_dirs); do
 	find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u | xargs -r kill -KILL 2>/dev/null
 done
 
+step "kube-proxy"
 # 2. kube-proxy, then its iptables chains (they live in the namespace; flushed all the same).
 stop kube-proxy
 if [[ -e /run/netns/$NETNS && -x $CLUSTER_BIN/kube-proxy ]]; then
 	in_ns "$CLUSTER_BIN/kube-proxy" --cleanup >>"$LOG_DIR/kube-proxy-cleanup.log" 2>&1 || true
 fi
 
+step "control plane"
 # 3. The rest, in reverse start order.
 for name in coredns kube-scheduler kube-controller-manager kube-apiserver etcd containerd; do stop "$name"; done
 # containerd's shims outlive it; ours are the ones that talk to its socket.
@@ -59,6 +64,7 @@ for p in /proc/[0-9]*; do
 	if [[ $cmd == *containerd-shim* && $cmd == *"-address $CONTAINERD_SOCK"* ]]; then kill -KILL "${p#/proc/}" 2>/dev/null; fi
 done
 
+step "mounts"
 # 4. Mounts: the pods' network namespaces, then everything under $CLUSTER_DIR, deepest first.
 for path in "${netns_paths[@]}"; do
 	umount "$path" 2>/dev/null || umount -l "$path" 2>/dev/null
@@ -70,6 +76,7 @@ for m in $(mounts_under); do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/nu
 # libcni's result cache (kept outside $CLUSTER_DIR by containerd 1.6) of the pods' sandboxes.
 for id in "${ids[@]}"; do rm -f /var/lib/cni/results/minicluster-"$id"-* /var/lib/cni/results/cni-loopback-"$id"-*; done
 
+step "cgroups"
 # 5. cgroups, deepest first (a cgroup only goes once its processes have).
 for d in $(cgroup_dirs); do
 	[[ -d $d ]] || continue
@@ -81,10 +88,12 @@ for d in $(cgroup_dirs); do
 	[[ -d $d ]] && say "cluster: could not remove cgroup $d (processes left in it?)" >&2
 done
 
+step "network"
 # 6. Network: deleting the namespace deletes its veths (and so the host end and host routes).
 ip link del "$HOST_LINK" 2>/dev/null
 if ip netns list | grep -qw "$NETNS"; then ip netns del "$NETNS" && say "deleted network namespace $NETNS"; fi
 
+step "state"
 # 7. State. Only when nothing is mounted below any more: rm must never walk into a bind mount.
 for l in /var/log/containers/*.log; do
 	[[ -L $l && $(readlink "$l") == "$CLUSTER_DIR/"* ]] && rm -f "$l"

@@ -18,12 +18,12 @@ elapsed() { local ds=$((($(date +%s%N) - T0) / 100000000)); echo "$((ds / 10)).$
 [[ $(uname -s) == Linux ]] || die "needs Linux; on other systems use 'make kind-up' (Docker + kind)"
 (( EUID == 0 )) || die "needs root (network namespace, cgroups, mounts); run as root or use 'make kind-up'"
 missing=()
-for tool in containerd containerd-shim-runc-v2 ctr runc etcd iptables ip nsenter openssl curl; do
+for tool in containerd containerd-shim-runc-v2 ctr runc etcd iptables ip nsenter setsid flock openssl; do
 	command -v "$tool" >/dev/null || missing+=("$tool")
 done
 for p in bridge host-local portmap loopback; do [[ -x /usr/lib/cni/$p ]] || missing+=("/usr/lib/cni/$p"); done
 command -v conntrack >/dev/null || missing+=(conntrack)
-((${#missing[@]} == 0)) || die "missing ${missing[*]}; install: apt-get install containerd runc containernetworking-plugins etcd-server iptables conntrack iproute2 openssl curl"
+((${#missing[@]} == 0)) || die "missing ${missing[*]}; install: apt-get install containerd runc containernetworking-plugins etcd-server iptables conntrack iproute2 openssl busybox-static"
 lock
 (( ${#CONTAINERD_SOCK} < 100 )) || die "CLUSTER_DIR=$CLUSTER_DIR is too long for a unix socket path; choose a shorter CLUSTER_DIR"
 
@@ -259,7 +259,9 @@ wait_for containerd 30 "containerd's socket" ctr --address "$CONTAINERD_SOCK" ve
 # Import the images while the control plane comes up.
 bash "$(dirname "${BASH_SOURCE[0]}")/load-images.sh" "$IMAGES_DIR" >"$LOG_DIR/load-images.log" 2>&1 &
 images_pid=$!
-wait_for etcd 30 "etcd to be healthy" in_ns curl -fsS http://127.0.0.1:2379/health
+# (bash's /dev/tcp: curl is not among the packages a fresh machine gets)
+port_open() { in_ns bash -c "exec 3<>/dev/tcp/$1/$2"; }
+wait_for etcd 30 "etcd to listen on 127.0.0.1:2379" port_open 127.0.0.1 2379
 
 # ---- control plane -------------------------------------------------------------------------
 B=$CLUSTER_BIN
@@ -280,7 +282,7 @@ start kube-apiserver "$B/kube-apiserver" \
 	--kubelet-preferred-address-types=InternalIP
 # Checked from the host: proves the host route too.
 wait_for kube-apiserver 60 "the API server to be ready" \
-	curl -fsS --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "https://$NODE_IP:6443/readyz"
+	kubectl_admin get --raw /readyz
 
 mark apiserver
 start kube-controller-manager "$B/kube-controller-manager" \
@@ -377,11 +379,11 @@ dns_answers() { nslookup_out=$(busybox nslookup "kubernetes.default.svc.$CLUSTER
 if command -v busybox >/dev/null; then
 	wait_for coredns 60 "CoreDNS to answer kubernetes.default.svc.$CLUSTER_DOMAIN" dns_answers
 else
-	wait_for coredns 60 "CoreDNS to be ready" in_ns curl -fsS http://127.0.0.1:8181/ready
+	wait_for coredns 60 "CoreDNS to listen on $NODE_IP:53" port_open "$NODE_IP" 53
 fi
 mark DNS
 wait_for kube-proxy 60 "the kubernetes Service IP $API_SERVICE_IP from the host" \
-	curl -fsS --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "https://$API_SERVICE_IP/readyz"
+	kubectl_admin --server "https://$API_SERVICE_IP" get --raw /readyz
 
 trap - EXIT
 mark Service-IP
