@@ -153,6 +153,7 @@ cert apiserver "/CN=kube-apiserver" serverAuth \
 	"DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.$CLUSTER_DOMAIN,IP:127.0.0.1,IP:$API_SERVICE_IP,IP:$NODE_IP"
 cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth
 cert admin "/O=system:masters/CN=minicluster-admin" clientAuth
+cert front-proxy-client "/CN=front-proxy-client" clientAuth
 cert controller-manager "/CN=system:kube-controller-manager" clientAuth
 cert scheduler "/CN=system:kube-scheduler" clientAuth
 cert kube-proxy "/CN=system:kube-proxy" clientAuth
@@ -279,7 +280,11 @@ start kube-apiserver "$B/kube-apiserver" \
 	--kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt" \
 	--kubelet-client-key="$PKI/apiserver-kubelet-client.key" \
 	--kubelet-certificate-authority="$PKI/ca.crt" \
-	--kubelet-preferred-address-types=InternalIP
+	--kubelet-preferred-address-types=InternalIP \
+	--requestheader-client-ca-file="$PKI/ca.crt" --requestheader-allowed-names=front-proxy-client \
+	--requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
+	--requestheader-extra-headers-prefix=X-Remote-Extra- \
+	--proxy-client-cert-file="$PKI/front-proxy-client.crt" --proxy-client-key-file="$PKI/front-proxy-client.key"
 # Checked from the host: proves the host route too.
 wait_for kube-apiserver 60 "the API server to be ready" \
 	kubectl_admin get --raw /readyz
@@ -349,6 +354,7 @@ healthzBindAddress: 127.0.0.1:10256
 # Leave the host-wide conntrack sysctls alone.
 conntrack: {maxPerCore: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
 iptables: {localhostNodePorts: false}
+nodePortAddresses: [primary]
 EOF
 start kube-proxy "$B/kube-proxy" --config="$CONF/kube-proxy.yaml"
 
