@@ -42,6 +42,20 @@ func checkHook(t *testing.T, r *release) {
 		}
 		return len(left) == 0, "still there: " + strings.Join(left, ", ")
 	})
+	eventually(t, 30*time.Second, "an event saying the keygen hook Job completed", func() (bool, string) {
+		evs, err := kube.CoreV1().Events(r.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+		if err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, e := range evs.Items {
+			if e.InvolvedObject.Kind == "Job" && e.Reason == "Completed" {
+				return true, ""
+			}
+			seen = append(seen, e.InvolvedObject.Kind+" "+e.Reason)
+		}
+		return false, fmt.Sprintf("events of %s: %v", name, seen)
+	})
 	s := r.curveSecret()
 	if s == nil {
 		t.Fatalf("Secret %s-curve does not exist after install", r.name)
@@ -76,7 +90,7 @@ func verifyCert(t *testing.T, cert []byte) {
 // helmTest runs `helm test` and fails the test if it does not pass.
 func helmTest(t *testing.T, r *release) {
 	t.Helper()
-	out, err := r.run("test", r.name, "--logs", "--timeout", "2m")
+	out, err := r.run("test", r.name, "--timeout", "2m") // no --logs: hook-succeeded deletes the pod first
 	if err != nil {
 		t.Errorf("helm test %s failed: %v\n%s", r.name, err, out)
 	}
