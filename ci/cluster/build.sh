@@ -19,7 +19,7 @@ WORK=$CACHE/k8s-$K8S_VERSION
 BIN=$WORK/bin
 K8S_COMMANDS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
 # The plugins the cluster's Corefile uses (up.sh), and no more.
-COREDNS_PLUGINS=(bind cache errors health kubernetes loadbalance log ready)
+COREDNS_PLUGINS=(bind cache errors health kubernetes loadbalance log ready template)
 COREDNS_STAMP=$BIN/.coredns-$COREDNS_VERSION-$(echo "${COREDNS_PLUGINS[*]}" | md5sum | cut -c1-8)
 
 missing=()

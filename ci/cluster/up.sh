@@ -113,6 +113,11 @@ in_ns ip link set "$NS_LINK" up
 for dst in "$NODE_IP/32" "$POD_CIDR" "$SERVICE_CIDR"; do
 	ip route replace "$dst" via "$NS_LINK_IP" dev "$HOST_LINK"
 done
+# The host may open connections into the cluster, nothing in the cluster may open one to the host.
+for chain in FORWARD OUTPUT; do
+	in_ns iptables -w -I "$chain" -o "$NS_LINK" -m conntrack --ctstate NEW \
+		-m comment --comment "minicluster: no new connections to the host" -j REJECT
+done
 in_ns sysctl -qw net.ipv4.ip_forward=1
 in_ns sysctl -qw net.bridge.bridge-nf-call-iptables=1 2>/dev/null || modprobe br_netfilter 2>/dev/null || true
 in_ns sysctl -qw net.bridge.bridge-nf-call-iptables=1 || die "net.bridge.bridge-nf-call-iptables is missing: load the br_netfilter module"
@@ -358,8 +363,10 @@ nodePortAddresses: [primary]
 EOF
 start kube-proxy "$B/kube-proxy" --config="$CONF/kube-proxy.yaml"
 
+# cluster.local from the API; every other name does not exist (nothing outside is reachable), so
+# resolvers get a quick NXDOMAIN rather than a timeout.
 cat >"$CONF/Corefile" <<EOF
-.:53 {
+$CLUSTER_DOMAIN in-addr.arpa ip6.arpa {
     bind $NODE_IP
     errors
     health 127.0.0.1:8080
@@ -367,10 +374,16 @@ cat >"$CONF/Corefile" <<EOF
     kubernetes $CLUSTER_DOMAIN in-addr.arpa ip6.arpa {
         kubeconfig $KUBECONFIG_FILE minicluster
         pods insecure
-        fallthrough in-addr.arpa ip6.arpa
     }
     cache 5
     loadbalance
+}
+. {
+    bind $NODE_IP
+    errors
+    template ANY ANY {
+        rcode NXDOMAIN
+    }
 }
 EOF
 start coredns "$B/coredns" -conf "$CONF/Corefile"
