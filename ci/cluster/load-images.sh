@@ -12,5 +12,14 @@ shopt -s nullglob
 tars=("$dir"/*.tar)
 ((${#tars[@]} > 0)) || die "no image tarballs in $dir; build them first: make images"
 for t in "${tars[@]}"; do
-	ctr_k8s images import "$t" | sed "s|^|$(basename "$t"): |"
+	# A concurrent `make images` may be rewriting the tarball right now: try again a few times.
+	for try in 1 2 3 4 5; do
+		if out=$(ctr_k8s images import "$t" 2>&1); then
+			echo "$(basename "$t"): $out"
+			break
+		fi
+		((try < 5)) || die "importing $t failed: $out"
+		echo "$(basename "$t"): import failed ($out); retrying" >&2
+		sleep 2
+	done
 done

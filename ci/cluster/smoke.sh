@@ -10,6 +10,7 @@ SIZE=${SIZE:-3}
 NS=minicluster-smoke
 export KUBECONFIG=${KUBECONFIG:-$KUBECONFIG_FILE}
 k() { "$CLUSTER_BIN/kubectl" "$@"; }
+[[ -f $KUBECONFIG ]] || die "no kubeconfig at $KUBECONFIG; start the cluster first: make cluster-up"
 
 k delete namespace "$NS" --ignore-not-found --wait=true >/dev/null
 k create namespace "$NS" >/dev/null
