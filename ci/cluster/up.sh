@@ -94,6 +94,7 @@ start() {
 	current=$name
 	setsid nsenter --net="/run/netns/$NETNS" "$@" >>"$LOG_DIR/$name.log" 2>&1 </dev/null 9>&- &
 	echo $! >"$PID_DIR/$name.pid"
+	disown $! # its lifetime is down.sh's business, not this shell's
 }
 
 # ---- network namespace ---------------------------------------------------------------------
