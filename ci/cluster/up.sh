@@ -27,8 +27,8 @@ command -v conntrack >/dev/null || missing+=(conntrack)
 lock
 (( ${#CONTAINERD_SOCK} < 100 )) || die "CLUSTER_DIR=$CLUSTER_DIR is too long for a unix socket path; choose a shorter CLUSTER_DIR"
 
-if alive kube-apiserver && alive kubelet && [[ -f $KUBECONFIG_FILE ]] &&
-	kubectl_admin get --raw /readyz >/dev/null 2>&1; then
+all_alive() { local c; for c in "${COMPONENTS[@]}"; do alive "$c" || return 1; done; }
+if all_alive && [[ -f $KUBECONFIG_FILE ]] && kubectl_admin get --raw /readyz >/dev/null 2>&1; then
 	say "cluster already up (nothing to do)"
 	say "export KUBECONFIG=$KUBECONFIG_FILE"
 	exit 0
