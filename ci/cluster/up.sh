@@ -48,8 +48,12 @@ rm -rf "$LOG_DIR"
 mkdir -p "$LOG_DIR" "$PID_DIR"
 if [[ -f $REPO/ci/images/main.go ]]; then
 	say "images: go run ./ci/images --out bin/images"
-	(cd "$REPO" && go run ./ci/images --out "$REPO/bin/images" --version "${VERSION:-0.1.0}") >"$LOG_DIR/images.log" 2>&1 ||
-		{ tail -20 "$LOG_DIR/images.log" >&2; die "building the images failed (log: $LOG_DIR/images.log)"; }
+	if ! (cd "$REPO" && go run ./ci/images --out "$REPO/bin/images" --version "${VERSION:-0.1.0}") >"$LOG_DIR/images.log" 2>&1; then
+		tail -20 "$LOG_DIR/images.log" >&2
+		# The cluster itself only needs the pause image; the tests rebuild and reload theirs.
+		[[ -f $REPO/bin/images/pause.tar ]] || die "building the images failed (log: $LOG_DIR/images.log)"
+		say "cluster: WARNING: building the images failed (log: $LOG_DIR/images.log); importing the existing bin/images/*.tar" >&2
+	fi
 fi
 mark images
 IMAGES_DIR=${IMAGES_DIR:-$REPO/bin/images}
