@@ -13,7 +13,9 @@ export KUBECONFIG=${KUBECONFIG:-$KUBECONFIG_FILE}
 HELM=${HELM3:-$REPO/bin/tools/helm3/helm}
 NS=${DEMO_NAMESPACE:-minicluster-demo}
 RELEASE=${DEMO_RELEASE:-flux-sample}
-IMAGES=(--set "image=localhost/minicluster/busybox:test,imagePullPolicy=IfNotPresent,flux.view.image=localhost/minicluster/flux-view-standin:test,flux.view.imagePullPolicy=IfNotPresent,keygen.image.pullPolicy=IfNotPresent,tests.image=localhost/minicluster/busybox:test,tests.imagePullPolicy=IfNotPresent")
+CHART=${DEMO_CHART:-charts/minicluster}
+read -ra EXTRA <<<"${DEMO_HELM_ARGS:-}" # e.g. --post-renderer bin/minicluster-postrender
+IMAGES=("${EXTRA[@]}" --set "image=localhost/minicluster/busybox:test,imagePullPolicy=IfNotPresent,flux.view.image=localhost/minicluster/flux-view-standin:test,flux.view.imagePullPolicy=IfNotPresent,keygen.image.pullPolicy=IfNotPresent,tests.image=localhost/minicluster/busybox:test,tests.imagePullPolicy=IfNotPresent")
 SEL="app.kubernetes.io/instance=$RELEASE"
 LEAD="$SEL,batch.kubernetes.io/job-completion-index=0"
 
@@ -38,8 +40,9 @@ else
 	make --no-print-directory cluster-up
 	export KUBECONFIG=$KUBECONFIG_FILE
 fi
-if [[ -x $CLUSTER_BIN/kubectl ]]; then KUBECTL=$CLUSTER_BIN/kubectl; else KUBECTL=$(command -v kubectl) ||
-	{ echo "demo: no kubectl ($CLUSTER_BIN/kubectl or on PATH) to read pod logs" >&2; exit 1; }; fi
+if [[ -x $CLUSTER_DIR/bin/kubectl ]]; then KUBECTL=$CLUSTER_DIR/bin/kubectl
+elif [[ -x $CLUSTER_BIN/kubectl ]]; then KUBECTL=$CLUSTER_BIN/kubectl
+else KUBECTL=$(command -v kubectl) || { echo "demo: no kubectl ($CLUSTER_DIR/bin/kubectl or on PATH) to read pod logs" >&2; exit 1; }; fi
 k() { "$KUBECTL" -n "$NS" "$@"; }
 "$KUBECTL" get namespace "$NS" >/dev/null 2>&1 || "$KUBECTL" create namespace "$NS" >/dev/null
 "$HELM" uninstall "$RELEASE" -n "$NS" --ignore-not-found >/dev/null 2>&1 || true
@@ -61,7 +64,7 @@ nothing_left() {
 }
 
 step "helm install $RELEASE -f values/hello-world.yaml (4 brokers; the lead runs hostname as 4 tasks)"
-"$HELM" install "$RELEASE" charts/minicluster -n "$NS" -f values/hello-world.yaml "${IMAGES[@]}" | sed -n '1,/^NOTES/p' | sed 's/^/     /'
+"$HELM" install "$RELEASE" "$CHART" -n "$NS" -f values/hello-world.yaml "${IMAGES[@]}" | sed -n '1,/^NOTES/p' | sed 's/^/     /'
 say "the pre-install hook (flux-keygen) made the CURVE certificate: $(k get secret "$RELEASE-curve" -o name)"
 k wait --for=condition=complete "job/$RELEASE" --timeout=180s >/dev/null
 step "the Job completed; the lead broker's log (the stand-in's lines, then the command's output):"
@@ -71,13 +74,13 @@ until nothing_left; do sleep 0.2; done
 step "uninstalled: nothing of $RELEASE is left"
 
 step "helm install $RELEASE -f values/interactive.yaml (4 brokers that stay up)"
-"$HELM" install "$RELEASE" charts/minicluster -n "$NS" -f values/interactive.yaml "${IMAGES[@]}" >/dev/null
+"$HELM" install "$RELEASE" "$CHART" -n "$NS" -f values/interactive.yaml "${IMAGES[@]}" >/dev/null
 wait_lead "4 of 16 brokers online" 180
 say "all 4 brokers connected to their parents (rank r to rank (r-1)/2):"
 k logs -l "$SEL,app.kubernetes.io/component=broker" -c flux --tail=-1 --prefix 2>/dev/null | grep "connected to parent" | sed 's/^/     | /'
 
 step "helm upgrade --reuse-values --set size=6 (resize: the Job's parallelism and completions change, broker.toml does not)"
-"$HELM" upgrade "$RELEASE" charts/minicluster -n "$NS" --reuse-values --set size=6 >/dev/null
+"$HELM" upgrade "$RELEASE" "$CHART" -n "$NS" --reuse-values --set size=6 >/dev/null
 wait_lead "6 of 16 brokers online" 120
 k get pods -l "$SEL,app.kubernetes.io/component=broker" | sed 's/^/     /'
 k logs -l "$LEAD" -c flux --tail=-1 | grep "brokers online" | sed 's/^/     | /'
