@@ -98,6 +98,19 @@ step "state"
 for l in /var/log/containers/*.log; do
 	[[ -L $l && $(readlink "$l") == "$CLUSTER_DIR/"* ]] && rm -f "$l"
 done
+# Host paths containerd 1.6 and the kubelet use whatever their configuration says; tidy them
+# when no other containerd or kubelet runs (rmdir only ever removes empty directories).
+# running NAME: a live (not zombie) process of that name exists.
+running() { ps -C "$1" -o stat= 2>/dev/null | grep -qv '^Z'; }
+if ! running kubelet; then
+	rm -f /var/lib/kubelet/device-plugins/kubelet.sock
+	rmdir /var/lib/kubelet/device-plugins /var/lib/kubelet 2>/dev/null
+fi
+if ! running containerd; then
+	rmdir /run/containerd/runc/k8s.io /run/containerd/runc /run/containerd/fifo /run/containerd/s \
+		/run/containerd /var/lib/cni/results /var/lib/cni 2>/dev/null
+fi
+rmdir /var/log/containers 2>/dev/null
 if [[ -n $(mounts_under) ]]; then
 	say "cluster: mounts left under $CLUSTER_DIR, state NOT removed:" >&2
 	mounts_under >&2

@@ -7,22 +7,27 @@ K8S_VERSION=${K8S_VERSION:-v1.35.4}
 CLUSTER_DIR=${CLUSTER_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/.cluster}
 CLUSTER_BIN=${MINICLUSTER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/minicluster}/k8s-$K8S_VERSION/bin
 
-NETNS=${MINICLUSTER_NETNS:-minicluster}
+# MINICLUSTER_INDEX=1..9 gives a second cluster its own names and address ranges, so it can run
+# next to the default one (with its own CLUSTER_DIR); 0 is the default cluster.
+IDX=${MINICLUSTER_INDEX:-0}
+[[ $IDX =~ ^[0-9]$ ]] || { echo "cluster: MINICLUSTER_INDEX=$IDX is not a digit 0-9" >&2; exit 1; }
+SUFFIX=${IDX#0}
+NETNS=minicluster$SUFFIX
 NODE_NAME=minicluster
 # The node's address; it sits on a veth pair whose both ends stay in the namespace, which also
 # holds the (dead-end) default route, so nothing in the cluster reaches beyond the host.
-NODE_IP=10.250.0.2
-NODE_GW=10.250.0.1
+NODE_IP=10.250.$((IDX * 2)).2
+NODE_GW=10.250.$((IDX * 2)).1
 # The host end and the namespace end of the link that lets the host reach the cluster.
-HOST_LINK=mc-host
-HOST_LINK_IP=10.250.1.1
+HOST_LINK=mc-host$SUFFIX
+HOST_LINK_IP=10.250.$((IDX * 2 + 1)).1
 NS_LINK=mc-ns
-NS_LINK_IP=10.250.1.2
-POD_CIDR=10.244.0.0/24
-SERVICE_CIDR=10.96.0.0/16
-API_SERVICE_IP=10.96.0.1
+NS_LINK_IP=10.250.$((IDX * 2 + 1)).2
+POD_CIDR=10.$((244 + IDX)).0.0/24
+SERVICE_CIDR=10.$((96 + IDX)).0.0/16
+API_SERVICE_IP=10.$((96 + IDX)).0.1
 CLUSTER_DOMAIN=cluster.local
-CGROUP_NAME=minicluster
+CGROUP_NAME=minicluster$SUFFIX
 
 CONTAINERD_SOCK=$CLUSTER_DIR/run/containerd.sock
 KUBECONFIG_FILE=$CLUSTER_DIR/kubeconfig
