@@ -45,7 +45,7 @@ fi
 # Whatever still runs in the pods' cgroups is the cluster's: kill it.
 for d in $(cgroup_dirs); do
 	[[ -d $d ]] || continue
-	find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u | xargs -r kill -KILL 2>/dev/null
+	find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u | while read -r pid; do kill -KILL "$pid" 2>/dev/null; done
 done
 
 step "kube-proxy"
@@ -100,8 +100,15 @@ for l in /var/log/containers/*.log; do
 done
 # Host paths containerd 1.6 and the kubelet use whatever their configuration says; tidy them
 # when no other containerd or kubelet runs (rmdir only ever removes empty directories).
-# running NAME: a live (not zombie) process of that name exists.
-running() { ps -C "$1" -o stat= 2>/dev/null | grep -qv '^Z'; }
+# running NAME: a live (not zombie) process of that name exists (no procps on a fresh machine).
+running() {
+	local stat
+	for stat in /proc/[0-9]*/stat; do
+		[[ $(cat "$stat" 2>/dev/null) =~ ^[0-9]+\ \((.*)\)\ ([A-Z]) ]] || continue
+		[[ ${BASH_REMATCH[1]} == "$1" && ${BASH_REMATCH[2]} != Z ]] && return 0
+	done
+	return 1
+}
 if ! running kubelet; then
 	rm -f /var/lib/kubelet/device-plugins/kubelet.sock
 	rmdir /var/lib/kubelet/device-plugins /var/lib/kubelet 2>/dev/null

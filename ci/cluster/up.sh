@@ -123,9 +123,13 @@ for chain in FORWARD OUTPUT; do
 	in_ns iptables -w -I "$chain" -o "$NS_LINK" -m conntrack --ctstate NEW \
 		-m comment --comment "minicluster: no new connections to the host" -j REJECT
 done
-in_ns sysctl -qw net.ipv4.ip_forward=1
-in_ns sysctl -qw net.bridge.bridge-nf-call-iptables=1 2>/dev/null || modprobe br_netfilter 2>/dev/null || true
-in_ns sysctl -qw net.bridge.bridge-nf-call-iptables=1 || die "net.bridge.bridge-nf-call-iptables is missing: load the br_netfilter module"
+# /proc/sys/net shows the namespace of the process that opens it (no procps sysctl needed).
+ns_sysctl() { in_ns bash -c "echo $2 >/proc/sys/$1" 2>/dev/null; }
+ns_sysctl net/ipv4/ip_forward 1
+if ! ns_sysctl net/bridge/bridge-nf-call-iptables 1; then
+	modprobe br_netfilter 2>/dev/null
+	ns_sysctl net/bridge/bridge-nf-call-iptables 1 || die "net.bridge.bridge-nf-call-iptables is missing: load the br_netfilter module (modprobe br_netfilter)"
+fi
 
 # ---- cgroups: a root of our own for the kubelet's pods -------------------------------------
 for d in $(cgroup_dirs); do
