@@ -26,6 +26,16 @@ stop() {
 	rm -f "$PID_DIR/$name.pid"
 }
 
+# running NAME: a live (not zombie) process of that name exists (no procps on a fresh machine).
+running() {
+	local stat
+	for stat in /proc/[0-9]*/stat; do
+		[[ $(cat "$stat" 2>/dev/null) =~ ^[0-9]+\ \((.*)\)\ ([A-Z]) ]] || continue
+		[[ ${BASH_REMATCH[1]} == "$1" && ${BASH_REMATCH[2]} != Z ]] && return 0
+	done
+	return 1
+}
+
 step "kubelet and containers"
 # 1. Nothing may restart pods: the kubelet goes first, then every container is killed.
 stop kubelet
@@ -91,7 +101,7 @@ done
 step "network"
 # 6. Network: deleting the namespace deletes its veths (and so the host end and host routes).
 ip link del "$HOST_LINK" 2>/dev/null
-if ip netns list | grep -qw "$NETNS"; then ip netns del "$NETNS" && say "deleted network namespace $NETNS"; fi
+if [[ -e /run/netns/$NETNS ]]; then ip netns del "$NETNS" && say "deleted network namespace $NETNS"; fi
 
 step "state"
 # 7. State. Only when nothing is mounted below any more: rm must never walk into a bind mount.
@@ -100,15 +110,6 @@ for l in /var/log/containers/*.log; do
 done
 # Host paths containerd 1.6 and the kubelet use whatever their configuration says; tidy them
 # when no other containerd or kubelet runs (rmdir only ever removes empty directories).
-# running NAME: a live (not zombie) process of that name exists (no procps on a fresh machine).
-running() {
-	local stat
-	for stat in /proc/[0-9]*/stat; do
-		[[ $(cat "$stat" 2>/dev/null) =~ ^[0-9]+\ \((.*)\)\ ([A-Z]) ]] || continue
-		[[ ${BASH_REMATCH[1]} == "$1" && ${BASH_REMATCH[2]} != Z ]] && return 0
-	done
-	return 1
-}
 if ! running kubelet; then
 	rm -f /var/lib/kubelet/device-plugins/kubelet.sock
 	rmdir /var/lib/kubelet/device-plugins /var/lib/kubelet 2>/dev/null

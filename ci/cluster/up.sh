@@ -33,7 +33,7 @@ if all_alive && [[ -f $KUBECONFIG_FILE ]] && kubectl_admin get --raw /readyz >/d
 	say "export KUBECONFIG=$KUBECONFIG_FILE"
 	exit 0
 fi
-if [[ -d $PID_DIR ]] && ls "$PID_DIR"/*.pid >/dev/null 2>&1 || ip netns list | grep -qw "$NETNS"; then
+if ls "$PID_DIR"/*.pid >/dev/null 2>&1 || [[ -e /run/netns/$NETNS ]]; then
 	say "cluster: leftovers of an earlier run found; cleaning them up first"
 	bash "$(dirname "${BASH_SOURCE[0]}")/down.sh" >/dev/null
 fi
@@ -127,7 +127,7 @@ done
 ns_sysctl() { in_ns bash -c "echo $2 >/proc/sys/$1" 2>/dev/null; }
 ns_sysctl net/ipv4/ip_forward 1
 if ! ns_sysctl net/bridge/bridge-nf-call-iptables 1; then
-	modprobe br_netfilter 2>/dev/null
+	modprobe br_netfilter 2>/dev/null || true
 	ns_sysctl net/bridge/bridge-nf-call-iptables 1 || die "net.bridge.bridge-nf-call-iptables is missing: load the br_netfilter module (modprobe br_netfilter)"
 fi
 
@@ -139,6 +139,13 @@ for d in $(cgroup_dirs); do
 		cat /sys/fs/cgroup/cpuset/cpuset.mems >"$d/cpuset.mems"
 	fi
 done
+if [[ -f /sys/fs/cgroup/cgroup.controllers ]]; then
+	# cgroup v2 (not tried here: these machines run v1): hand the controllers down to the pods.
+	for c in $(cat /sys/fs/cgroup/cgroup.controllers); do
+		echo "+$c" >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true
+		echo "+$c" >"/sys/fs/cgroup/$CGROUP_NAME/cgroup.subtree_control" 2>/dev/null || true
+	done
+fi
 
 # ---- PKI and kubeconfigs -------------------------------------------------------------------
 PKI=$CLUSTER_DIR/pki
