@@ -77,6 +77,7 @@ type broker struct {
 	opts    BrokerOptions
 	rank    int
 	hosts   []Host
+	ipv6    bool // bootstrap.enable_ipv6: an interface may bind its IPv6 address
 	parents []int
 	cert    *keygen.Cert
 	quorum  int
@@ -114,7 +115,7 @@ func newBroker(ctx context.Context, opts BrokerOptions) (*broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &broker{opts: opts, hosts: cfg.Hosts, rank: -1, ctx: ctx, subtree: map[int]*peer{},
+	b := &broker{opts: opts, hosts: cfg.Hosts, ipv6: cfg.EnableIPv6, rank: -1, ctx: ctx, subtree: map[int]*peer{},
 		changed: make(chan struct{}, 1), children: map[*peer]bool{}, jobs: map[int]chan message{}}
 	for i, h := range cfg.Hosts {
 		if h.Name == opts.Hostname {
@@ -227,7 +228,7 @@ func (b *broker) run() (int, error) {
 		if b.hosts[b.rank].Bind == "" {
 			return 1, fmt.Errorf("no bind URI for %s: set bootstrap.default_bind or the host's bind", b.hosts[b.rank].Name)
 		}
-		addr, err := listenAddr(b.hosts[b.rank].Bind, false)
+		addr, err := listenAddr(b.hosts[b.rank].Bind, b.ipv6)
 		if err != nil {
 			return 1, err
 		}
