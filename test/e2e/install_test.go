@@ -199,9 +199,11 @@ func checkLeadPrintedHostnames(t *testing.T, r *release, size int) {
 func TestPostRendererHelm3(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t, "postrender3")
-	r := newRelease(t, ns, "flux-sample", helm3, "--post-renderer", bin("minicluster-postrender"))
+	r := newRelease(t, ns, "flux-sample", helm3, "--post-renderer", bin("minicluster-postrender"),
+		"--post-renderer-args=--kustomize="+overlay(t))
 	r.install("--set", "size=6,interactive=true")
 	checkWiring(t, r, 6)
+	checkPostRendered(t, r)
 	r.uninstall()
 	waitNothingLeft(t, ns, r.name, time.Minute)
 }
@@ -211,7 +213,7 @@ func TestPostRendererHelm4Plugin(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t, "postrender4")
 	home := t.TempDir()
-	r := newRelease(t, ns, "flux-sample", helm4, "--post-renderer", "minicluster")
+	r := newRelease(t, ns, "flux-sample", helm4, "--post-renderer", "minicluster", "--post-renderer-args=--kustomize="+overlay(t))
 	r.env = []string{"HELM_DATA_HOME=" + filepath.Join(home, "data"), "HELM_CONFIG_HOME=" + filepath.Join(home, "config"),
 		"HELM_CACHE_HOME=" + filepath.Join(home, "cache"), "HELM_PLUGINS=" + filepath.Join(home, "data", "plugins")}
 	if _, err := r.run("plugin", "install", bin("helm-plugin/minicluster")); err != nil {
@@ -222,6 +224,7 @@ func TestPostRendererHelm4Plugin(t *testing.T) {
 	}
 	r.install("--set", "size=6,interactive=true")
 	checkWiring(t, r, 6)
+	checkPostRendered(t, r)
 	// The ephemeral run through Helm 4 as well, in the same namespace under another name.
 	hello := newRelease(t, ns, "hello", helm4, "--post-renderer", "minicluster")
 	hello.env = r.env
@@ -232,4 +235,33 @@ func TestPostRendererHelm4Plugin(t *testing.T) {
 	hello.uninstall()
 	waitNothingLeft(t, ns, r.name, time.Minute)
 	waitNothingLeft(t, ns, hello.name, time.Minute)
+}
+
+// overlay is a kustomization that marks every object, so a test can see the post-renderer ran.
+func overlay(t *testing.T) string {
+	dir := t.TempDir()
+	k := "resources:\n  - rendered.yaml\ncommonAnnotations:\n  e2e.minicluster.dev/post-rendered: \"true\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// checkPostRendered: the live Job, Service and broker ConfigMap carry the overlay's annotation.
+func checkPostRendered(t *testing.T, r *release) {
+	t.Helper()
+	ctx := context.Background()
+	const key = "e2e.minicluster.dev/post-rendered"
+	job, err := kube.BatchV1().Jobs(r.ns).Get(ctx, r.name, metav1.GetOptions{})
+	if err != nil || job.Annotations[key] != "true" {
+		t.Errorf("Job %s lacks the post-renderer overlay's annotation (%v)", r.name, err)
+	}
+	svc, err := kube.CoreV1().Services(r.ns).Get(ctx, r.name, metav1.GetOptions{})
+	if err != nil || svc.Annotations[key] != "true" {
+		t.Errorf("Service %s lacks the post-renderer overlay's annotation (%v)", r.name, err)
+	}
+	cm, err := kube.CoreV1().ConfigMaps(r.ns).Get(ctx, r.name+"-broker", metav1.GetOptions{})
+	if err != nil || cm.Annotations[key] != "true" {
+		t.Errorf("ConfigMap %s-broker lacks the post-renderer overlay's annotation (%v)", r.name, err)
+	}
 }
