@@ -10,7 +10,8 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$REPO"
 source ci/cluster/lib.sh # CLUSTER_DIR, KUBECONFIG_FILE, CLUSTER_BIN (where the cluster's kubectl is)
 export KUBECONFIG=${KUBECONFIG:-$KUBECONFIG_FILE}
-HELM=${HELM3:-$REPO/bin/tools/helm3/helm}
+# Helm 4 by default (Helm 3 works too: DEMO_HELM=$HELM3).
+HELM=${DEMO_HELM:-${HELM4:-$REPO/bin/tools/helm4/helm}}
 NS=${DEMO_NAMESPACE:-minicluster-demo}
 RELEASE=${DEMO_RELEASE:-flux-sample}
 CHART=${DEMO_CHART:-charts/minicluster}

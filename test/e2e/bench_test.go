@@ -57,10 +57,12 @@ func BenchmarkFloor(b *testing.B) {
 }
 
 func BenchmarkMiniCluster(b *testing.B) {
+	// Helm 4 unless BENCH_HELM names another helm CLI.
+	benchHelm := envOr("BENCH_HELM", helm4)
 	var install, helmInstall, afterHelm, resize, uninstall time.Duration
 	for b.Loop() {
 		ns := newNamespace(b, "bench")
-		r := newRelease(b, ns, "flux-sample", helm3)
+		r := newRelease(b, ns, "flux-sample", benchHelm)
 		start := time.Now()
 		r.install("--set", fmt.Sprintf("size=%d,interactive=true", benchSize))
 		returned := time.Now()
