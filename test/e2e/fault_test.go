@@ -91,6 +91,9 @@ func TestFailedInstallLeavesNothing(t *testing.T) {
 	if r.curveSecret() == nil {
 		t.Errorf("no curve Secret after the failed install: the test would not show that uninstall removes it")
 	}
+	if !strings.Contains(out, "timed out") && !strings.Contains(out, "deadline exceeded") {
+		t.Errorf("the install failed for another reason than the --wait timeout on the missing image:\n%s", out)
+	}
 	r.uninstall()
 	waitNothingLeft(t, ns, r.name, time.Minute)
 }
