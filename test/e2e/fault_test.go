@@ -51,8 +51,12 @@ func TestWorkerPodDeleted(t *testing.T) {
 // chart's message, and no new key appears.
 func TestCertificateDeletedBeforeUpgrade(t *testing.T) {
 	t.Parallel()
+	eachHelm(t, testCertificateDeletedBeforeUpgrade)
+}
+
+func testCertificateDeletedBeforeUpgrade(t *testing.T, helm string) {
 	ns := newNamespace(t, "fault-cert")
-	r := newRelease(t, ns, "flux-sample", helm3)
+	r := newRelease(t, ns, "flux-sample", helm)
 	r.install("--set", "size=4,interactive=true")
 	checkHook(t, r)
 	waitConnected(t, ns, r.name, 4, wiringTimeout)

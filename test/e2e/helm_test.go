@@ -117,3 +117,13 @@ func (r *release) curveSecret() *corev1.Secret {
 	}
 	return s
 }
+
+// eachHelm runs f as parallel subtests "helm3" and "helm4" with that helm CLI.
+func eachHelm(t *testing.T, f func(t *testing.T, helm string)) {
+	for _, h := range []struct{ name, bin string }{{"helm3", helm3}, {"helm4", helm4}} {
+		t.Run(h.name, func(t *testing.T) {
+			t.Parallel()
+			f(t, h.bin)
+		})
+	}
+}

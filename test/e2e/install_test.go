@@ -120,27 +120,24 @@ func checkWiring(t *testing.T, r *release, size int) map[int]corev1.Pod {
 // nothing and the same name installs again. With Helm 3 and with Helm 4.
 func TestInstallUninstallReinstall(t *testing.T) {
 	t.Parallel()
-	for _, h := range []struct{ name, bin string }{{"helm3", helm3}, {"helm4", helm4}} {
-		t.Run(h.name, func(t *testing.T) {
-			t.Parallel()
-			ns := newNamespace(t, "install-"+h.name)
-			r := newRelease(t, ns, "flux-sample", h.bin)
-			r.install("--set", "size=6,interactive=true")
-			checkWiring(t, r, 6)
-			if hosts := r.brokerConfig()["hosts"]; hosts != "flux-sample-[0-15]" {
-				t.Errorf("broker ConfigMap hosts = %q, want flux-sample-[0-15]", hosts)
-			}
+	eachHelm(t, func(t *testing.T, helm string) {
+		ns := newNamespace(t, "install")
+		r := newRelease(t, ns, "flux-sample", helm)
+		r.install("--set", "size=6,interactive=true")
+		checkWiring(t, r, 6)
+		if hosts := r.brokerConfig()["hosts"]; hosts != "flux-sample-[0-15]" {
+			t.Errorf("broker ConfigMap hosts = %q, want flux-sample-[0-15]", hosts)
+		}
 
-			r.uninstall()
-			waitNothingLeft(t, ns, r.name, time.Minute)
+		r.uninstall()
+		waitNothingLeft(t, ns, r.name, time.Minute)
 
-			r.install("--set", "size=6,interactive=true")
-			checkHook(t, r)
-			waitConnected(t, ns, r.name, 6, wiringTimeout)
-			r.uninstall()
-			waitNothingLeft(t, ns, r.name, time.Minute)
-		})
-	}
+		r.install("--set", "size=6,interactive=true")
+		checkHook(t, r)
+		waitConnected(t, ns, r.name, 6, wiringTimeout)
+		r.uninstall()
+		waitNothingLeft(t, ns, r.name, time.Minute)
+	})
 }
 
 // The hello-world values: the lead runs `hostname` as 4 tasks on 4 brokers, prints every

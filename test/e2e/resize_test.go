@@ -18,8 +18,12 @@ import (
 // fail with the chart's message and leave the release deployed.
 func TestResize(t *testing.T) {
 	t.Parallel()
+	eachHelm(t, testResize)
+}
+
+func testResize(t *testing.T, helm string) {
 	ns := newNamespace(t, "resize")
-	r := newRelease(t, ns, "flux-sample", helm3)
+	r := newRelease(t, ns, "flux-sample", helm)
 	r.install("--set", "size=6,interactive=true")
 	checkHook(t, r)
 	waitConnected(t, ns, r.name, 6, wiringTimeout)
