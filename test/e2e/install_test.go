@@ -112,8 +112,31 @@ func checkWiring(t *testing.T, r *release, size int) map[int]corev1.Pod {
 	checkHook(t, r)
 	pods := waitConnected(t, r.ns, r.name, size, wiringTimeout)
 	checkDNS(t, r.ns, r.name, pods)
+	checkMounts(t, r, pods)
 	helmTest(t, r)
 	return pods
+}
+
+// checkMounts: in every broker pod the certificate Flux reads is the Secret's, mode 0400, and
+// broker.toml is the ConfigMap's.
+func checkMounts(t *testing.T, r *release, pods map[int]corev1.Pod) {
+	t.Helper()
+	cert := string(r.curveSecret().Data["curve.cert"])
+	toml := r.brokerConfig()["broker.toml"]
+	for i := range len(pods) {
+		out, stderr, err := execIn(r.ns, pods[i].Name, "flux", "/bin/sh", "-c",
+			"stat -c %a /etc/curve/curve.cert && cat /etc/curve/curve.cert && echo ---- && cat /minicluster/config/broker.toml")
+		if err != nil {
+			t.Errorf("pod %s: %v %s", pods[i].Name, err, stderr)
+			continue
+		}
+		mode, rest, _ := strings.Cut(out, "\n")
+		gotCert, gotToml, _ := strings.Cut(rest, "----\n")
+		if mode != "400" || gotCert != cert || gotToml != toml {
+			t.Errorf("pod %s (rank %d): /etc/curve/curve.cert mode %s (want 400), same as the Secret: %v; broker.toml same as the ConfigMap: %v",
+				pods[i].Name, i, mode, gotCert == cert, gotToml == toml)
+		}
+	}
 }
 
 // Install an interactive MiniCluster of 6 and check the whole wiring; uninstall leaves
