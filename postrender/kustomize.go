@@ -136,7 +136,7 @@ func keyObject(o *object) (string, bool) {
 	if !o.is("v1", "Secret") && !o.is("v1", "ConfigMap") {
 		return "", false
 	}
-	labels := o.node.GetLabels()
+	labels := stringMap(o.node, "metadata", "labels")
 	component := labels["app.kubernetes.io/component"]
 	if labels["app.kubernetes.io/name"] != "minicluster" || (component != "curve" && component != "munge") {
 		return "", false

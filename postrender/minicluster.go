@@ -59,7 +59,7 @@ func fixMiniClusters(segs []*segment) error {
 		if !cm.is("v1", "ConfigMap") {
 			continue
 		}
-		if _, ok := cm.node.GetAnnotations()[ParametersAnnotation]; !ok {
+		if _, ok := annotations(cm)[ParametersAnnotation]; !ok {
 			continue
 		}
 		mc, err := resolve(cm, objs)
@@ -79,7 +79,7 @@ func fixMiniClusters(segs []*segment) error {
 		if !job.is("batch/v1", "Job") || claimed[job] {
 			continue
 		}
-		if _, ok := job.node.GetAnnotations()[MaxSizeAnnotation]; !ok {
+		if _, ok := annotations(job)[MaxSizeAnnotation]; !ok {
 			continue
 		}
 		missing := "no ConfigMap volume"
@@ -104,7 +104,7 @@ func ref(o *object) string {
 // resolve finds the Job that mounts the broker ConfigMap cm and the Service of the Job's pods.
 func resolve(cm *object, objs []*object) (*miniCluster, error) {
 	mc := &miniCluster{config: cm}
-	dec := json.NewDecoder(strings.NewReader(cm.node.GetAnnotations()[ParametersAnnotation]))
+	dec := json.NewDecoder(strings.NewReader(annotations(cm)[ParametersAnnotation]))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&mc.params); err != nil {
 		return nil, fmt.Errorf("ConfigMap %s: annotation %s is not the chart's parameters JSON: %v; keep the annotation as the chart renders it", ref(cm), ParametersAnnotation, err)
@@ -220,7 +220,7 @@ func (mc *miniCluster) check() error {
 	if mc.size > p.MaxSize {
 		return fmt.Errorf("Job %s has size %d (completions and parallelism) but maxSize is %d, the number of hosts broker.toml lists; set size to at most %d, or install with maxSize >= %d", ref(job), mc.size, p.MaxSize, p.MaxSize, mc.size)
 	}
-	if v, ok := job.node.GetAnnotations()[MaxSizeAnnotation]; ok && v != strconv.Itoa(p.MaxSize) {
+	if v, ok := annotations(job)[MaxSizeAnnotation]; ok && v != strconv.Itoa(p.MaxSize) {
 		return fmt.Errorf("Job %s has annotation %s=%q but its broker ConfigMap %s says maxSize=%d; keep both as the chart renders them", ref(job), MaxSizeAnnotation, v, ref(mc.config), p.MaxSize)
 	}
 

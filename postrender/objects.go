@@ -131,3 +131,8 @@ func setScalar(rn *yaml.RNode, value string, style yaml.Style, path ...string) (
 	field.YNode().Style = style
 	return true, parent.PipeE(yaml.SetField(path[len(path)-1], field))
 }
+
+// annotations returns the object's annotations (kyaml's getter panics on malformed metadata).
+func annotations(o *object) map[string]string {
+	return stringMap(o.node, "metadata", "annotations")
+}

@@ -110,7 +110,7 @@ func joinStream(segs []*segment) (string, error) {
 		}
 		text, err := s.node.String()
 		if err != nil {
-			return "", fmt.Errorf("write %s %s: %w", s.node.GetKind(), s.node.GetName(), err)
+			return "", fmt.Errorf("write %s %s: %w", scalar(s.node, "kind"), scalar(s.node, "metadata", "name"), err)
 		}
 		b.WriteString(text)
 	}
