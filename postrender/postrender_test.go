@@ -126,3 +126,24 @@ func TestPostRendererInterface(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, in, out.String())
 }
+
+// TestTwoMiniClusters: each MiniCluster of a stream is found and fixed on its own.
+func TestTwoMiniClusters(t *testing.T) {
+	a := chart(t, helmtest.Options{ReleaseName: "alpha", Set: []string{"curve.existingSecret=c"}})
+	b := chart(t, helmtest.Options{ReleaseName: "beta", Set: []string{"curve.existingSecret=c,maxSize=8"}})
+	in := a + b
+	assert.Equal(t, in, run(t, in, postrender.Options{}))
+
+	resized := edit(t, in, "Job", "beta", set(t, "7", "spec", "completions"))
+	resized = edit(t, resized, "Job", "beta", set(t, "7", "spec", "parallelism"))
+	out := run(t, resized, postrender.Options{})
+	assert.Equal(t, "4", decode(t, out, "alpha-broker").Config.Data["size"])
+	beta := decode(t, out, "beta-broker")
+	assert.Equal(t, "7", beta.Config.Data["size"])
+	assertFluxWorks(t, beta, 8)
+
+	tooBig := edit(t, resized, "Job", "beta", set(t, "9", "spec", "completions"))
+	_, err := postrender.Render([]byte(tooBig), postrender.Options{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Job default/beta has completions=9 but parallelism=7")
+}
