@@ -57,19 +57,6 @@ func TestHelmSDK(t *testing.T) {
 	assert.Contains(t, err.Error(), `Job default/flux-sample has subdomain "brokers", but there is no Service "brokers"`)
 }
 
-// helmBinary finds a helm CLI from the environment variable or `make tools`.
-func helmBinary(t *testing.T, env, dir string) string {
-	t.Helper()
-	path := os.Getenv(env)
-	if path == "" {
-		path = filepath.Join(helmtest.Root(), "bin", "tools", dir, "helm")
-	}
-	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("no helm CLI at %s (%s): run `make tools` to build bin/tools/helm3/helm and bin/tools/helm4/helm, or set %s", path, err, env)
-	}
-	return path
-}
-
 // buildPostRenderer builds the CLI into a temporary directory.
 func buildPostRenderer(t *testing.T) string {
 	t.Helper()
@@ -99,7 +86,7 @@ func helmRun(t *testing.T, helm, home string, args ...string) (stdout, stderr st
 var templateArgs = []string{"template", "flux-sample", "charts/minicluster", "--kube-version", "1.35.0", "--set", "size=6"}
 
 func TestHelm3CLI(t *testing.T) {
-	helm := helmBinary(t, "HELM3", "helm3")
+	helm := helmtest.HelmCLI(t, 3)
 	bin := buildPostRenderer(t)
 	home := t.TempDir()
 	plain, stderr, err := helmRun(t, helm, home, templateArgs...)
@@ -124,7 +111,7 @@ func TestHelm3CLI(t *testing.T) {
 }
 
 func TestHelm4Plugin(t *testing.T) {
-	helm := helmBinary(t, "HELM4", "helm4")
+	helm := helmtest.HelmCLI(t, 4)
 	bin := buildPostRenderer(t)
 	home := t.TempDir()
 	// The plugin directory as `make build` lays it out in bin/helm-plugin/minicluster.

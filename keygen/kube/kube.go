@@ -1,12 +1,18 @@
-// Package kube is flux-keygen's Kubernetes mode, which the chart's pre-install hook Job runs:
-// it creates the CURVE certificate object (a Secret, or a ConfigMap on request) and the munge
-// key Secret of a release, each with Helm's ownership metadata and the chart's labels so that
-// Helm adopts the object when it installs the chart's data-less object of the same name, keeps
-// its data (the rendered object has none) and deletes it on `helm uninstall`.
+// Package kube is flux-keygen's Kubernetes mode, which the chart's keygen hook Job runs: it
+// puts the CURVE certificate (in a Secret, or a ConfigMap on request) and the munge key Secret
+// of a release into the objects the chart renders without data.
 //
-// It never overwrites: an object that already exists is read back and kept when it is valid
-// (a retried hook keeps the key the brokers use) and is an error, with a way out, when not.
-// It needs create on secrets/configmaps and get on the named objects, nothing more.
+// The chart runs the hook at the point where this works with each Helm: Helm 4 (pre-install)
+// applies the chart's objects server-side over the ones made here, adopting them and keeping
+// their data; Helm 3 decides what to adopt before pre-install hooks run and then fails to
+// create an object a hook made, so there the hook runs post-install and fills the data-less
+// object Helm created. Either way the object is part of the release and `helm uninstall`
+// deletes it. Objects made here carry Helm's ownership metadata and the chart's labels.
+//
+// It never overwrites a key: an existing object is read back and kept when it is valid (a
+// retried hook keeps the key the brokers use), filled when it is the release's object with no
+// data yet, and an error, with a way out, otherwise. It needs create on secrets/configmaps and
+// get and update on the named objects, nothing more.
 package kube
 
 import (
@@ -62,7 +68,7 @@ type Options struct {
 // Result is what happened to one object.
 type Result struct {
 	Kind, Name string
-	Action     string // "created" or "kept"
+	Action     string // "created", "filled" or "kept"
 }
 
 // Validate fills defaults and checks the options.
@@ -168,7 +174,15 @@ func ensureCurve(ctx context.Context, client kubernetes.Interface, opts Options,
 			if err != nil {
 				return fetched{}, err
 			}
-			return fetched{meta: cm, data: []byte(cm.Data[CertKey])}, nil
+			fill := func() error {
+				if cm.Data == nil {
+					cm.Data = map[string]string{}
+				}
+				cm.Data[CertKey] = string(data)
+				_, err := cms.Update(ctx, cm, metav1.UpdateOptions{})
+				return err
+			}
+			return fetched{meta: cm, data: []byte(cm.Data[CertKey]), fill: fill}, nil
 		}
 	} else {
 		o.create, o.get = secretCreateGet(ctx, client, meta, CertKey, data)
@@ -215,7 +229,15 @@ func secretCreateGet(ctx context.Context, client kubernetes.Interface, meta meta
 		if err != nil {
 			return fetched{}, err
 		}
-		return fetched{meta: s, data: s.Data[key], secretType: s.Type}, nil
+		fill := func() error {
+			if s.Data == nil {
+				s.Data = map[string][]byte{}
+			}
+			s.Data[key] = data
+			_, err := secrets.Update(ctx, s, metav1.UpdateOptions{})
+			return err
+		}
+		return fetched{meta: s, data: s.Data[key], secretType: s.Type, fill: fill}, nil
 	}
 	return create, get
 }
@@ -225,6 +247,8 @@ type fetched struct {
 	meta       metav1.Object
 	data       []byte
 	secretType corev1.SecretType
+	// fill writes the new key into this object (an update that fails if it changed since).
+	fill func() error
 }
 
 // object is one Secret or ConfigMap to create, or to keep when a valid one exists.
@@ -256,6 +280,16 @@ func (o *object) ensure(log io.Writer, what string) (Result, error) {
 	if got.secretType != "" && got.secretType != corev1.SecretTypeOpaque {
 		return Result{}, fmt.Errorf("%s already exists with type %s, the chart needs Opaque; it is never overwritten: %s",
 			where, got.secretType, o.recovery(true))
+	}
+	if len(got.data) == 0 {
+		// The chart's own data-less object (Helm 3 creates it before this post-install hook).
+		// The update carries the resourceVersion read above, so a concurrent writer makes it
+		// fail rather than lose a key.
+		if err := got.fill(); err != nil {
+			return Result{}, fmt.Errorf("%s exists without data but writing the key into it failed: %w", where, err)
+		}
+		fmt.Fprintf(log, "filled %s (%s)\n", where, what)
+		return Result{Kind: o.kind, Name: o.name, Action: "filled"}, nil
 	}
 	desc, err := o.check(got.data)
 	if err != nil {

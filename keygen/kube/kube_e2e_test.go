@@ -3,7 +3,7 @@
 package kube
 
 // The create/keep/refuse logic against a real API server, as the hook's service account: a
-// Role with exactly the chart's rules (create secrets/configmaps, get only the named objects)
+// Role with exactly the chart's rules (create secrets/configmaps, get and update only the named objects)
 // and requests impersonating that account. Run with the e2e tag and KUBECONFIG:
 //
 //	go test -tags e2e -count=1 ./keygen/kube/
@@ -57,11 +57,11 @@ func hookClient(t *testing.T, release string, secrets, configMaps []string) (kub
 	var rules []rbacv1.PolicyRule
 	if len(configMaps) > 0 {
 		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
-			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: configMaps, Verbs: []string{"get"}})
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: configMaps, Verbs: []string{"get", "update"}})
 	}
 	if len(secrets) > 0 {
 		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
-			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: secrets, Verbs: []string{"get"}})
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: secrets, Verbs: []string{"get", "update"}})
 	}
 	must := func(_ any, err error) {
 		t.Helper()

@@ -1,6 +1,6 @@
 package kube
 
-// These tests hold the API-call logic (create, keep, refuse; never update) against client-go's
+// These tests hold the API-call logic (create, fill, keep, refuse) against client-go's
 // fake clientset, which answers Create with AlreadyExists like the API server but checks no
 // RBAC. Against a real API server, test/e2e runs the hook in the chart: the Secret it creates
 // holds a valid certificate with Helm's ownership (install_test.go), Helm keeps it on upgrade
@@ -189,11 +189,9 @@ func TestRefusesInvalidExisting(t *testing.T) {
 		o        Options
 		want     []string
 	}{
-		{"empty Secret (as the chart renders it)", &corev1.Secret{ObjectMeta: owned, Type: corev1.SecretTypeOpaque}, opts(nil),
-			[]string{"Secret team-a/flux-sample-curve already exists but it has no curve.cert",
-				"kubectl delete secret flux-sample-curve -n team-a", "helm uninstall flux-sample -n team-a"}},
 		{"corrupt certificate", &corev1.Secret{ObjectMeta: owned, Data: map[string][]byte{CertKey: []byte(broken)}}, opts(nil),
-			[]string{"is not a valid certificate", `unknown key "publik-key"`, "never overwritten"}},
+			[]string{"is not a valid certificate", `unknown key "publik-key"`, "never overwritten",
+				"kubectl delete secret flux-sample-curve -n team-a", "helm uninstall flux-sample -n team-a"}},
 		{"wrong Secret type", &corev1.Secret{ObjectMeta: owned, Type: corev1.SecretTypeBasicAuth, Data: map[string][]byte{CertKey: goodData}}, opts(nil),
 			[]string{"type kubernetes.io/basic-auth, the chart needs Opaque"}},
 		{"another release's object", &corev1.Secret{ObjectMeta: objectMeta(opts(func(o *Options) { o.Release = "other" }), "flux-sample-curve", "curve"),
@@ -225,6 +223,73 @@ func TestRefusesInvalidExisting(t *testing.T) {
 			}
 			onlyCreateAndGet(t, client)
 		})
+	}
+}
+
+// TestFillsChartObjects: under Helm 3 the hook runs post-install and finds the chart's data-less
+// objects (with the ownership annotations Helm sets); it writes the keys into them, and a
+// re-run keeps them.
+func TestFillsChartObjects(t *testing.T) {
+	for _, storage := range []string{StorageSecret, StorageConfigMap} {
+		t.Run(storage, func(t *testing.T) {
+			o := opts(func(o *Options) { o.Storage, o.Munge = storage, true })
+			curve := objectMeta(o, "flux-sample-curve", "curve")
+			var rendered runtime.Object = &corev1.Secret{ObjectMeta: curve, Type: corev1.SecretTypeOpaque}
+			if storage == StorageConfigMap {
+				rendered = &corev1.ConfigMap{ObjectMeta: curve}
+			}
+			munge := &corev1.Secret{ObjectMeta: objectMeta(o, "flux-sample-munge", "munge"), Type: corev1.SecretTypeOpaque}
+			client := fake.NewClientset(rendered, munge)
+			res, log, err := run(t, client, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res) != 2 || res[0].Action != "filled" || res[1].Action != "filled" {
+				t.Fatalf("results %+v", res)
+			}
+			if !strings.Contains(log, "filled "+storage+" team-a/flux-sample-curve") {
+				t.Errorf("log does not say what was filled: %q", log)
+			}
+			var cert []byte
+			if storage == StorageConfigMap {
+				cm, err := client.CoreV1().ConfigMaps(ns).Get(context.Background(), "flux-sample-curve", metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				cert = []byte(cm.Data[CertKey])
+			} else {
+				s, err := client.CoreV1().Secrets(ns).Get(context.Background(), "flux-sample-curve", metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				cert = s.Data[CertKey]
+			}
+			if _, err := keygen.Parse(cert); err != nil {
+				t.Fatalf("filled certificate does not parse: %v", err)
+			}
+			m, _ := client.CoreV1().Secrets(ns).Get(context.Background(), "flux-sample-munge", metav1.GetOptions{})
+			if len(m.Data[MungeKey]) != MungeKeySize {
+				t.Fatalf("munge key has %d bytes", len(m.Data[MungeKey]))
+			}
+			res, _, err = run(t, client, o)
+			if err != nil || res[0].Action != "kept" || res[1].Action != "kept" {
+				t.Fatalf("re-run: %+v, %v", res, err)
+			}
+		})
+	}
+}
+
+// TestFillConflictIsAnError: if the object changed between get and update (another writer),
+// the update fails and nothing is overwritten.
+func TestFillConflictIsAnError(t *testing.T) {
+	o := opts(nil)
+	client := fake.NewClientset(&corev1.Secret{ObjectMeta: objectMeta(o, "flux-sample-curve", "curve"), Type: corev1.SecretTypeOpaque})
+	client.PrependReactor("update", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewConflict(corev1.Resource("secrets"), "flux-sample-curve", errors.New("changed"))
+	})
+	_, _, err := run(t, client, o)
+	if err == nil || !strings.Contains(err.Error(), "exists without data but writing the key into it failed") || !apierrors.IsConflict(err) {
+		t.Fatalf("err = %v", err)
 	}
 }
 

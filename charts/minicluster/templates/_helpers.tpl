@@ -57,6 +57,17 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if or (not .Values.curve.existingSecret) .Values.munge.enabled }}true{{ end -}}
 {{- end -}}
 
+{{/*
+minicluster.keygen.hook is when the keygen hook runs. Helm 3 decides what to adopt before
+pre-install hooks run and then fails to create an object a hook made ("already exists"), so
+there the hook runs post-install and fills the data-less key objects Helm created (the brokers
+wait for the key in ContainerCreating). Helm 4 applies server-side and adopts what a
+pre-install hook made, so the key is there before any broker starts.
+*/}}
+{{- define "minicluster.keygen.hook" -}}
+{{- if semverCompare ">=4.0.0-0" .Capabilities.HelmVersion.Version }}pre-install{{ else }}post-install{{ end -}}
+{{- end -}}
+
 {{/* minicluster.keygen.image is the keygen hook's image reference. */}}
 {{- define "minicluster.keygen.image" -}}
 {{- printf "%s:%s" .Values.keygen.image.repository (.Values.keygen.image.tag | default .Chart.AppVersion) -}}

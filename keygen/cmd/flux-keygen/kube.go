@@ -16,7 +16,7 @@ import (
 )
 
 const kubeLong = `kube creates the CURVE certificate of a minicluster release in Kubernetes, and with --munge
-its munge key; the chart's pre-install hook Job runs it.
+its munge key; the chart's keygen hook Job runs it.
 
 The certificate goes under the key curve.cert of the Secret --curve-name (default
 <release>-curve). A Secret is the default because the file holds the private key that every
@@ -28,11 +28,15 @@ munge.key, 1024 random bytes.
 
 Each object carries Helm's ownership metadata (label app.kubernetes.io/managed-by=Helm,
 annotations meta.helm.sh/release-name and meta.helm.sh/release-namespace) and the chart's
-labels, so Helm adopts it into the release, keeps its data, and deletes it on helm uninstall.
+labels. The chart renders the same objects without data: with Helm 4 the hook runs
+pre-install and Helm adopts what it made; with Helm 3 (which cannot adopt an object a
+pre-install hook made) it runs post-install and writes the key into the object Helm made.
+Either way the data stays and helm uninstall deletes the object.
 
-Nothing is ever overwritten: an existing valid object is kept (a retried hook keeps the key
-the brokers use) and an existing invalid one is an error that says what is wrong and how to
-recover. The hook's Role needs only create on secrets/configmaps and get on these names.
+A key is never overwritten: an existing valid object is kept (a retried hook keeps the key
+the brokers use), the release's data-less object is filled, and anything else is an error
+that says what is wrong and how to recover. The hook's Role needs only create on
+secrets/configmaps and get and update on these names.
 
 The namespace defaults to $POD_NAMESPACE. Without --kubeconfig (or $KUBECONFIG) it uses the
 in-cluster service account.`
