@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/minicluster/minicluster/postrender/hostlist"
 )
 
 // Annotations the chart writes (charts/minicluster/templates/_helpers.tpl).
@@ -40,7 +42,7 @@ type miniCluster struct {
 	volume               string // name of the pod volume that mounts the broker ConfigMap
 }
 
-func (mc *miniCluster) hostList() string { return HostList(mc.job.name, mc.params.MaxSize) }
+func (mc *miniCluster) hostList() string { return hostlist.Indexed(mc.job.name, mc.params.MaxSize) }
 
 // domain is what follows a pod's hostname in its FQDN.
 func (mc *miniCluster) domain() string {
@@ -391,7 +393,7 @@ func (mc *miniCluster) checkCustom(cfg map[string]any) error {
 	var got []string
 	for _, h := range hosts {
 		list, _ := h["host"].(string)
-		expanded, err := expandHostList(list, mc.params.MaxSize)
+		expanded, err := hostlist.Expand(list, mc.params.MaxSize)
 		if err != nil {
 			return fmt.Errorf("hosts: %w; the pods are %s", err, mc.hostList())
 		}

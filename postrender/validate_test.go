@@ -102,7 +102,7 @@ func TestRejects(t *testing.T) {
 		{"custom broker.toml out of order", replace(t, custom, `{ host = "flux-sample-[0-3]" }, { host = "flux-sample-[4-15]" }`, `{ host = "flux-sample-[4-15]" }, { host = "flux-sample-[0-3]" }`),
 			[]string{"hosts lists 16 hosts (flux-sample-4 ... flux-sample-3)"}},
 		{"custom broker.toml bad hostlist", replace(t, custom, `{ host = "flux-sample-[4-15]" }`, `{ host = "flux-sample-[15-4]" }`),
-			[]string{`hostlist "flux-sample-[15-4]": bad range "15-4"`}},
+			[]string{`hostlist "flux-sample-[15-4]": range "15-4" in "flux-sample-[15-4]" is not N or N-M`}},
 		{"custom broker.toml other port", replace(t, custom, "default_port = 8050", "default_port = 9000"),
 			[]string{"default_port = 9000 but the brokers listen on 8050"}},
 	}

@@ -9,6 +9,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/minicluster/minicluster/postrender/hostlist"
 )
 
 // Usage is the stand-in's --help.
@@ -130,36 +132,36 @@ func parseBrokerArgs(args []string) (BrokerOptions, error) {
 
 // rEncode prints the Rv1 JSON that `flux R encode --hosts=HOSTLIST --local` would, with one core.
 func rEncode(args []string, stdout, stderr io.Writer) int {
-	var hostlist string
+	var hosts string
 	ok := len(args) > 0 && args[0] == "encode"
 	for i := 1; ok && i < len(args); i++ {
 		switch a := args[i]; {
 		case strings.HasPrefix(a, "--hosts="):
-			hostlist = strings.TrimPrefix(a, "--hosts=")
+			hosts = strings.TrimPrefix(a, "--hosts=")
 		case a == "--hosts" && i+1 < len(args):
 			i++
-			hostlist = args[i]
+			hosts = args[i]
 		case a == "--local" || a == "-l":
 		default:
 			ok = false
 		}
 	}
-	if !ok || hostlist == "" {
+	if !ok || hosts == "" {
 		fmt.Fprintln(stderr, "flux-standin R: only `flux R encode --hosts=HOSTLIST [--local]` is supported")
 		return 1
 	}
-	hosts, err := ExpandHostlist(hostlist)
+	names, err := hostlist.Expand(hosts, maxHosts)
 	if err != nil {
 		fmt.Fprintf(stderr, "flux-standin R: %v\n", err)
 		return 1
 	}
 	ranks := "0"
-	if len(hosts) > 1 {
-		ranks = fmt.Sprintf("0-%d", len(hosts)-1)
+	if len(names) > 1 {
+		ranks = fmt.Sprintf("0-%d", len(names)-1)
 	}
 	r := map[string]any{"version": 1, "execution": map[string]any{
 		"R_lite":    []any{map[string]any{"rank": ranks, "children": map[string]string{"core": "0"}}},
-		"nodelist":  []string{hostlist},
+		"nodelist":  []string{hosts},
 		"starttime": 0, "expiration": 0,
 	}}
 	_ = json.NewEncoder(stdout).Encode(r)

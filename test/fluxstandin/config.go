@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/minicluster/minicluster/postrender/hostlist"
 )
 
 // Host is one broker of the instance, with its URIs after %h/%p substitution.
@@ -82,6 +84,9 @@ func LoadConfig(dir string) (*Bootstrap, error) {
 	return found.expand()
 }
 
+// maxHosts bounds a host list, as an indexed Job's completions are bounded.
+const maxHosts = 100000
+
 func (b *bootstrapTOML) expand() (*Bootstrap, error) {
 	out := &Bootstrap{CurveCert: b.CurveCert, EnableIPv6: b.EnableIPv6}
 	seen := map[string]bool{}
@@ -89,7 +94,7 @@ func (b *bootstrapTOML) expand() (*Bootstrap, error) {
 		if e.Host == "" {
 			return nil, fmt.Errorf("bootstrap.hosts: an entry has no host; give each entry host = \"NAME\" or a hostlist")
 		}
-		names, err := ExpandHostlist(e.Host)
+		names, err := hostlist.Expand(e.Host, maxHosts)
 		if err != nil {
 			return nil, fmt.Errorf("bootstrap.hosts: %w", err)
 		}

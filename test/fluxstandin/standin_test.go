@@ -17,32 +17,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestExpandHostlist(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want string
-	}{
-		{"flux-sample-0", "flux-sample-0"},
-		{"flux-sample-[0-3]", "flux-sample-0 flux-sample-1 flux-sample-2 flux-sample-3"},
-		{"a-[0-2,5]", "a-0 a-1 a-2 a-5"},
-		{"a-[0-1],b,c[7]", "a-0 a-1 b c7"},
-		{"n[08-10]", "n08 n09 n10"},
-		{"r[1-2]n[0-1]", "r1n0 r1n1 r2n0 r2n1"},
-	} {
-		got, err := ExpandHostlist(tc.in)
-		require.NoError(t, err, tc.in)
-		assert.Equal(t, tc.want, strings.Join(got, " "), tc.in)
-	}
-	hosts, err := ExpandHostlist("flux-sample-[0-15]")
-	require.NoError(t, err)
-	assert.Len(t, hosts, 16)
-	assert.Equal(t, "flux-sample-15", hosts[15])
-	for _, bad := range []string{"a-[0-", "a-[3-1]", "a-[x]", "a,,b", "a]"} {
-		_, err := ExpandHostlist(bad)
-		assert.Error(t, err, bad)
-	}
-}
-
 func writeConfig(t *testing.T, toml string) string {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "broker.toml"), toml, 0o644)
