@@ -46,6 +46,7 @@ unit:
 lint:
 	gofmt -l . | tee /dev/stderr | (! read)
 	go vet ./...
+	go vet -tags e2e ./...
 	$(HELM3) lint --strict charts/minicluster
 	for f in values/*.yaml; do $(HELM3) lint --strict charts/minicluster -f $$f || exit 1; done
 
