@@ -13,7 +13,7 @@ VERSION := 0.1.0
 FUZZ_TARGETS := ./keygen:FuzzParseCert ./postrender:FuzzRender
 FUZZ_TIME ?= 10s
 
-.PHONY: all build tools images test unit lint fuzz e2e cluster-up cluster-down kind-up demo bench bench-e2e
+.PHONY: all build tools image images test unit lint fuzz e2e cluster-up cluster-down kind-up demo bench bench-e2e
 
 all: build
 
@@ -33,6 +33,8 @@ $(HELM4):
 
 images: ## container images as tarballs in ./bin/images (no Docker needed)
 	go run ./ci/images --out $(BIN)/images --version $(VERSION)
+
+image: images ## the same (the keygen image is one of them)
 
 test: build tools lint unit fuzz ## everything; the end-to-end part too when a cluster is reachable
 	@kc=$${KUBECONFIG:-$(CLUSTER_DIR)/kubeconfig}; \
