@@ -4,7 +4,9 @@ package render
 import (
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -379,12 +381,34 @@ func TestBrokerConfigOverride(t *testing.T) {
 	assert.Contains(t, cm.Annotations["minicluster.dev/parameters"], `"custom":true`)
 }
 
+// TestHelmTestPodChecksEveryBroker runs the helm test pod's script with busybox sh against the
+// rendered broker ConfigMap, with nslookup and nc replaced by shell functions (nslookup knows
+// only the right FQDNs).
 func TestHelmTestPodChecksEveryBroker(t *testing.T) {
-	objs := render(t, helmtest.Options{Set: []string{"size=3"}})
-	pod := get[*corev1.Pod](t, objs, "Pod", "flux-sample-test-wiring")
+	objs := render(t, helmtest.Options{ReleaseName: "mc", Namespace: "team", Set: []string{"size=3,maxSize=5,flux.port=9000"}})
+	pod := get[*corev1.Pod](t, objs, "Pod", "mc-test-wiring")
 	assert.Equal(t, "test", pod.Annotations["helm.sh/hook"])
-	script := pod.Spec.Containers[0].Command[2]
-	assert.Contains(t, script, `while [ "$i" -lt 3 ]`)
-	assert.Contains(t, script, "domain=flux-sample.default.svc.cluster.local")
-	assert.Contains(t, script, `nc -w 5 "$lead" 8050`)
+	cm := get[*corev1.ConfigMap](t, objs, "ConfigMap", "mc-broker")
+	require.Equal(t, "mc-broker", volume(t, &batchv1.Job{Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: pod.Spec}}}, "broker-config").ConfigMap.Name)
+	config := t.TempDir()
+	for k, v := range cm.Data {
+		require.NoError(t, os.WriteFile(filepath.Join(config, k), []byte(v), 0o644))
+	}
+	script := strings.ReplaceAll(pod.Spec.Containers[0].Command[2], "/minicluster/config", config)
+	run := func(ncStatus int) (string, error) {
+		stubs := fmt.Sprintf("nslookup() { case $1 in mc-[0-4].mc.team.svc.cluster.local) return 0;; esac; return 1; }\nnc() { echo \"nc $*\"; return %d; }\n", ncStatus)
+		out, err := exec.Command("/usr/bin/busybox", "sh", "-c", stubs+script).CombinedOutput()
+		return string(out), err
+	}
+	out, err := run(0)
+	require.NoError(t, err, out)
+	for i := 0; i < 3; i++ {
+		assert.Contains(t, out, fmt.Sprintf("ok: mc-%d.mc.team.svc.cluster.local resolves\n", i))
+	}
+	assert.NotContains(t, out, "mc-3.", "only size brokers are checked, not maxSize")
+	assert.Contains(t, out, "nc -w 5 mc-0.mc.team.svc.cluster.local 9000")
+
+	out, err = run(1)
+	require.Error(t, err, "an unreachable lead must fail helm test")
+	assert.Contains(t, out, "FAIL: cannot connect to the lead broker at mc-0.mc.team.svc.cluster.local:9000")
 }
