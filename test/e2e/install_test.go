@@ -289,3 +289,42 @@ func checkPostRendered(t *testing.T, r *release) {
 		t.Errorf("ConfigMap %s-broker lacks the post-renderer overlay's annotation (%v)", r.name, err)
 	}
 }
+
+// An overlay that renames everything (namePrefix) through the Helm 4 plugin: the post-renderer
+// recomputes broker.toml and the host list for the new Job and Service names, the brokers find
+// each other under them, and `helm test` (which reads the broker ConfigMap) passes.
+func TestPostRendererRenameHelm4(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t, "rename")
+	home := t.TempDir()
+	dir := t.TempDir()
+	k := "resources:\n  - rendered.yaml\nnamePrefix: team-\n"
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := newRelease(t, ns, "flux-sample", helm4, "--post-renderer", "minicluster", "--post-renderer-args=--kustomize="+dir)
+	r.env = []string{"HELM_DATA_HOME=" + filepath.Join(home, "data"), "HELM_CONFIG_HOME=" + filepath.Join(home, "config"),
+		"HELM_CACHE_HOME=" + filepath.Join(home, "cache"), "HELM_PLUGINS=" + filepath.Join(home, "data", "plugins")}
+	if _, err := r.run("plugin", "install", bin("helm-plugin/minicluster")); err != nil {
+		t.Fatalf("helm 4 plugin install: %v", err)
+	}
+	r.install("--set", "size=3,interactive=true")
+	const job = "team-flux-sample"
+	pods := waitConnected(t, ns, r.name, 3, wiringTimeout)
+	for i, p := range pods {
+		if want := fmt.Sprintf("%s-%d", job, i); p.Spec.Hostname != want {
+			t.Errorf("pod %s has hostname %q, want %q", p.Name, p.Spec.Hostname, want)
+		}
+	}
+	checkDNS(t, ns, job, pods)
+	cm, err := kube.CoreV1().ConfigMaps(ns).Get(context.Background(), job+"-broker", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("renamed broker ConfigMap: %v", err)
+	}
+	if cm.Data["hosts"] != job+"-[0-15]" || !strings.Contains(cm.Data["broker.toml"], `"tcp://%h.`+job+`.`+ns+`.svc.cluster.local:%p"`) {
+		t.Errorf("broker ConfigMap not recomputed for the renamed Job:\nhosts=%s\n%s", cm.Data["hosts"], cm.Data["broker.toml"])
+	}
+	helmTest(t, r)
+	r.uninstall()
+	waitNothingLeft(t, ns, r.name, time.Minute)
+}
