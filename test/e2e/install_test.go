@@ -236,13 +236,8 @@ func TestPostRendererHelm3(t *testing.T) {
 func TestPostRendererHelm4Plugin(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t, "postrender4")
-	home := t.TempDir()
 	r := newRelease(t, ns, "flux-sample", helm4, "--post-renderer", "minicluster", "--post-renderer-args=--kustomize="+overlay(t))
-	r.env = []string{"HELM_DATA_HOME=" + filepath.Join(home, "data"), "HELM_CONFIG_HOME=" + filepath.Join(home, "config"),
-		"HELM_CACHE_HOME=" + filepath.Join(home, "cache"), "HELM_PLUGINS=" + filepath.Join(home, "data", "plugins")}
-	if _, err := r.run("plugin", "install", bin("helm-plugin/minicluster")); err != nil {
-		t.Fatalf("helm 4 plugin install: %v", err)
-	}
+	installPlugin(t, r)
 	if out, _ := r.run("plugin", "list"); !strings.Contains(out, "minicluster") {
 		t.Fatalf("helm 4 plugin list does not show minicluster:\n%s", out)
 	}
@@ -259,6 +254,17 @@ func TestPostRendererHelm4Plugin(t *testing.T) {
 	hello.uninstall()
 	waitNothingLeft(t, ns, r.name, time.Minute)
 	waitNothingLeft(t, ns, hello.name, time.Minute)
+}
+
+// installPlugin installs the Helm 4 post-renderer plugin into a Helm home of the release's own.
+func installPlugin(t *testing.T, r *release) {
+	t.Helper()
+	home := t.TempDir()
+	r.env = []string{"HELM_DATA_HOME=" + filepath.Join(home, "data"), "HELM_CONFIG_HOME=" + filepath.Join(home, "config"),
+		"HELM_CACHE_HOME=" + filepath.Join(home, "cache"), "HELM_PLUGINS=" + filepath.Join(home, "data", "plugins")}
+	if _, err := r.run("plugin", "install", bin("helm-plugin/minicluster")); err != nil {
+		t.Fatalf("helm 4 plugin install: %v", err)
+	}
 }
 
 // overlay is a kustomization that marks every object, so a test can see the post-renderer ran.
@@ -296,18 +302,13 @@ func checkPostRendered(t *testing.T, r *release) {
 func TestPostRendererRenameHelm4(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t, "rename")
-	home := t.TempDir()
 	dir := t.TempDir()
 	k := "resources:\n  - rendered.yaml\nnamePrefix: team-\n"
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r := newRelease(t, ns, "flux-sample", helm4, "--post-renderer", "minicluster", "--post-renderer-args=--kustomize="+dir)
-	r.env = []string{"HELM_DATA_HOME=" + filepath.Join(home, "data"), "HELM_CONFIG_HOME=" + filepath.Join(home, "config"),
-		"HELM_CACHE_HOME=" + filepath.Join(home, "cache"), "HELM_PLUGINS=" + filepath.Join(home, "data", "plugins")}
-	if _, err := r.run("plugin", "install", bin("helm-plugin/minicluster")); err != nil {
-		t.Fatalf("helm 4 plugin install: %v", err)
-	}
+	installPlugin(t, r)
 	r.install("--set", "size=3,interactive=true")
 	const job = "team-flux-sample"
 	pods := waitConnected(t, ns, r.name, 3, wiringTimeout)
