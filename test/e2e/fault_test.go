@@ -79,11 +79,16 @@ func testCertificateDeletedBeforeUpgrade(t *testing.T, helm string) {
 }
 
 // A failed install (an image that does not exist, --wait with a short timeout) and then
-// uninstall leaves nothing, the hook's certificate Secret included.
+// uninstall leaves nothing, the hook's certificate Secret included (Helm 4 runs the hook before
+// the failure, Helm 3 after it: both leave the Secret to clean up).
 func TestFailedInstallLeavesNothing(t *testing.T) {
 	t.Parallel()
+	eachHelm(t, testFailedInstallLeavesNothing)
+}
+
+func testFailedInstallLeavesNothing(t *testing.T, helm string) {
 	ns := newNamespace(t, "fault-image")
-	r := newRelease(t, ns, "flux-sample", helm3)
+	r := newRelease(t, ns, "flux-sample", helm)
 	out, err := r.tryInstall("-f", filepath.Join(repoRoot, "values", "hello-world.yaml"),
 		"--set", "image=localhost/minicluster/no-such-image:none", "--wait", "--wait-for-jobs", "--timeout", "30s")
 	if err == nil {
