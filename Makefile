@@ -13,9 +13,12 @@ VERSION := 0.1.0
 FUZZ_TARGETS := ./keygen:FuzzParseCert ./postrender:FuzzRender
 FUZZ_TIME ?= 10s
 
-.PHONY: all build tools image images test unit lint fuzz e2e cluster-up cluster-down kind-up demo bench bench-e2e
+.PHONY: all deps build tools image images test unit lint fuzz e2e cluster-up cluster-down kind-up demo bench bench-e2e
 
 all: build
+
+deps: ## the Debian packages the tests and the local cluster need (installed when missing; root)
+	bash ci/deps.sh
 
 build: ## flux-keygen, minicluster-postrender and its Helm 4 plugin into ./bin
 	go build -ldflags "-X main.version=$(VERSION)" -o $(BIN)/flux-keygen ./keygen/cmd/flux-keygen
@@ -36,7 +39,7 @@ images: ## container images as tarballs in ./bin/images (no Docker needed)
 
 image: images ## the same (the keygen image is one of them)
 
-test: build tools lint unit fuzz ## everything; the end-to-end part too when a cluster is reachable
+test: deps build tools lint unit fuzz ## everything; the end-to-end part too when a cluster is reachable
 	@kc=$${KUBECONFIG:-$(CLUSTER_DIR)/kubeconfig}; \
 	if [ -f "$$kc" ] && KUBECONFIG=$$kc $(HELM3) list >/dev/null 2>&1; then $(MAKE) e2e; \
 	elif [ -n "$(E2E_REQUIRED)" ]; then echo "make test: E2E_REQUIRED is set but no cluster answers at $$kc" >&2; exit 1; \
@@ -65,7 +68,7 @@ bench-e2e: build tools images ## timings on the cluster in KUBECONFIG: install -
 bench:
 	go test -run='^$$' -bench=. -benchmem ./...
 
-cluster-up: ## a real single-node Kubernetes on this machine (root, Linux)
+cluster-up: deps ## a real single-node Kubernetes on this machine (root, Linux)
 	bash ci/cluster/up.sh
 
 cluster-down:
@@ -74,5 +77,5 @@ cluster-down:
 kind-up: ## a kind cluster instead (needs Docker), with the images loaded
 	bash ci/cluster/kind-up.sh
 
-demo: ## cluster up, install hello world, show the lead's output, resize, uninstall
+demo: deps ## cluster up, install hello world, show the lead's output, resize, uninstall
 	bash ci/demo.sh

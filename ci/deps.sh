@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the project needs when any is missing (root, apt): the local
+# cluster's parts, busybox-static for the test images and python3-zmq for the real-ZeroMQ test.
+# A no-op when all are there, so `make test` and `make demo` can always call it.
+set -euo pipefail
+packages=(containerd runc containernetworking-plugins etcd-server iptables conntrack iproute2
+	busybox-static python3-zmq openssl)
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+((${#missing[@]} == 0)) && exit 0
+if [[ $(id -u) != 0 ]] || ! command -v apt-get >/dev/null; then
+	echo "deps: missing Debian packages: ${missing[*]}; install them as root: apt-get install ${missing[*]}" >&2
+	exit 1
+fi
+echo "deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq "${missing[@]}" >/dev/null
