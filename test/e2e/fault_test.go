@@ -58,8 +58,7 @@ func testCertificateDeletedBeforeUpgrade(t *testing.T, helm string) {
 	ns := newNamespace(t, "fault-cert")
 	r := newRelease(t, ns, "flux-sample", helm)
 	r.install("--set", "size=4,interactive=true")
-	checkHook(t, r)
-	waitConnected(t, ns, r.name, 4, wiringTimeout)
+	connected(t, r, 4)
 	if err := kube.CoreV1().Secrets(ns).Delete(context.Background(), r.name+"-curve", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

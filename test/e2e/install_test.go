@@ -106,11 +106,17 @@ func helmTest(t *testing.T, r *release) {
 	}
 }
 
+// connected: the keygen hook ran and is gone, and `size` brokers connected to their parents.
+func connected(t *testing.T, r *release, size int) map[int]corev1.Pod {
+	t.Helper()
+	checkHook(t, r)
+	return waitConnected(t, r.ns, r.name, size, wiringTimeout)
+}
+
 // checkWiring is everything an interactive MiniCluster of `size` brokers must show.
 func checkWiring(t *testing.T, r *release, size int) map[int]corev1.Pod {
 	t.Helper()
-	checkHook(t, r)
-	pods := waitConnected(t, r.ns, r.name, size, wiringTimeout)
+	pods := connected(t, r, size)
 	checkDNS(t, r.ns, r.name, pods)
 	checkMounts(t, r, pods)
 	helmTest(t, r)
@@ -156,8 +162,7 @@ func TestInstallUninstallReinstall(t *testing.T) {
 		waitNothingLeft(t, ns, r.name, time.Minute)
 
 		r.install("--set", "size=6,interactive=true")
-		checkHook(t, r)
-		waitConnected(t, ns, r.name, 6, wiringTimeout)
+		connected(t, r, 6)
 		r.uninstall()
 		waitNothingLeft(t, ns, r.name, time.Minute)
 	})

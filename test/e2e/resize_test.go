@@ -25,8 +25,7 @@ func testResize(t *testing.T, helm string) {
 	ns := newNamespace(t, "resize")
 	r := newRelease(t, ns, "flux-sample", helm)
 	r.install("--set", "size=6,interactive=true")
-	checkHook(t, r)
-	waitConnected(t, ns, r.name, 6, wiringTimeout)
+	connected(t, r, 6)
 	config := r.brokerConfig()
 	cert := r.curveSecret().Data["curve.cert"]
 
