@@ -68,6 +68,13 @@ pre-install hook made, so the key is there before any broker starts.
 {{- if semverCompare ">=4.0.0-0" .Capabilities.HelmVersion.Version }}pre-install{{ else }}post-install{{ end -}}
 {{- end -}}
 
+{{/* minicluster.keygen.hookAnnotations makes an object part of the keygen hook; call with (dict "root" . "weight" W). */}}
+{{- define "minicluster.keygen.hookAnnotations" -}}
+helm.sh/hook: {{ include "minicluster.keygen.hook" .root }}
+helm.sh/hook-weight: {{ .weight | quote }}
+helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
+{{- end -}}
+
 {{/* minicluster.keygen.image is the keygen hook's image reference. */}}
 {{- define "minicluster.keygen.image" -}}
 {{- printf "%s:%s" .Values.keygen.image.repository (.Values.keygen.image.tag | default .Chart.AppVersion) -}}
