@@ -1,0 +1,70 @@
+// Command push writes the project's image tarballs (bin/images/*.tar, from ci/images) to an OCI
+// registry, with no Docker:
+//
+//	go run ./ci/push --registry 127.0.0.1:5000/minicluster --version 0.1.0 bin/images
+//
+// Every image goes to <registry>/<name>:<tag>, where name is the last path element of the
+// image's reference in the tarball and tag its tag (ghcr.io/minicluster/flux-keygen:0.1.0 ->
+// <registry>/flux-keygen:0.1.0). flux-keygen goes as a multi-platform index (linux/amd64 and
+// linux/arm64 by default): its static binary is rebuilt for each platform. Plain HTTP is used
+// for localhost and loopback registries, or for any with --insecure. Each pushed reference is
+// printed with its digest and size.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+func main() {
+	registry := flag.String("registry", "", "where to push: host[:port][/path] (e.g. 127.0.0.1:5000/minicluster)")
+	version := flag.String("version", "0.1.0", "version: the multi-platform images' tag and their binaries' -X main.version")
+	insecure := flag.Bool("insecure", false, "plain HTTP (always so for localhost and loopback addresses)")
+	platforms := flag.String("platforms", "linux/amd64,linux/arm64", "platforms of the multi-platform images (flux-keygen)")
+	flag.Usage = func() {
+		fmt.Fprintf(os.Stderr, "usage: go run ./ci/push --registry HOST[:PORT][/PATH] [--version V] [--insecure] [DIR (default bin/images)]\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if *registry == "" {
+		fmt.Fprintln(os.Stderr, "push: --registry is required (e.g. --registry 127.0.0.1:5000/minicluster; bash ci/registry/up.sh starts one there)")
+		os.Exit(2)
+	}
+	dir := "bin/images"
+	switch flag.NArg() {
+	case 0:
+	case 1:
+		dir = flag.Arg(0)
+	default:
+		flag.Usage()
+		os.Exit(2)
+	}
+	var ps []v1.Platform
+	for _, s := range strings.Split(*platforms, ",") {
+		p, err := v1.ParsePlatform(strings.TrimSpace(s))
+		if err != nil || p.OS == "" || p.Architecture == "" {
+			fmt.Fprintf(os.Stderr, "push: --platforms: %q is not os/arch[/variant]\n", s)
+			os.Exit(2)
+		}
+		ps = append(ps, *p)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	pushed, err := Push(ctx, Config{Dir: dir, Registry: *registry, Version: *version, Insecure: *insecure, Platforms: ps}, os.Stderr)
+	var total int64
+	for _, p := range pushed {
+		fmt.Println(p)
+		total += p.Size
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "push: %v\n", err)
+		os.Exit(1)
+	}
+	fmt.Fprintf(os.Stderr, "push: %d references to %s (%d bytes in all, shared blobs counted per reference)\n", len(pushed), *registry, total)
+}
