@@ -115,13 +115,15 @@ setsid "$REGISTRY_BIN" serve "$CONFIG" >>"$LOG_FILE" 2>&1 </dev/null &
 echo $! >"$PID_FILE"
 disown $!
 
+pid=$(<"$PID_FILE")
+# (Right after the fork the child may not have become docker-registry yet: only its pid counts.)
 for ((i = 0; i < 100; i++)); do
-	if ! ours_alive; then
-		tail -n 20 "$LOG_FILE" >&2
+	if [[ ! -d /proc/$pid || $(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) == Z ]]; then
+		tail -n 20 "$LOG_FILE" >&2 2>/dev/null
 		rm -f "$PID_FILE" "$ADDR_FILE"
 		die "docker-registry exited at start (log: $LOG_FILE)"
 	fi
-	if answers 2>/dev/null; then
+	if answers 2>/dev/null && ours_alive; then
 		say "up at http://$REGISTRY_ADDR in $((i / 10)).$((i % 10))s (pid $(<"$PID_FILE"), storage $REGISTRY_DIR/data, log $LOG_FILE)"
 		exit 0
 	fi
