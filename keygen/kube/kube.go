@@ -262,17 +262,22 @@ type object struct {
 
 func (o *object) ensure(log io.Writer, what string) (Result, error) {
 	where := fmt.Sprintf("%s %s/%s", o.kind, o.opts.Namespace, o.name)
-	err := o.create()
-	if err == nil {
-		fmt.Fprintf(log, "created %s (%s)\n", where, what)
-		return Result{Kind: o.kind, Name: o.name, Action: "created"}, nil
-	}
-	if !apierrors.IsAlreadyExists(err) {
-		return Result{}, fmt.Errorf("creating %s: %w", where, err)
-	}
+	// The chart renders the object without data, so it normally exists: read it first, and
+	// create it only outside the chart (that needs create rights, which the chart's Role lacks).
 	got, err := o.get()
+	if apierrors.IsNotFound(err) {
+		err = o.create()
+		if err == nil {
+			fmt.Fprintf(log, "created %s (%s)\n", where, what)
+			return Result{Kind: o.kind, Name: o.name, Action: "created"}, nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return Result{}, fmt.Errorf("creating %s: %w", where, err)
+		}
+		got, err = o.get()
+	}
 	if err != nil {
-		return Result{}, fmt.Errorf("%s already exists but reading it failed: %w", where, err)
+		return Result{}, fmt.Errorf("reading %s: %w", where, err)
 	}
 	if err := o.owned(got.meta); err != nil {
 		return Result{}, fmt.Errorf("%s already exists and %v; it is never overwritten: %s", where, err, o.recovery(false))
@@ -282,8 +287,7 @@ func (o *object) ensure(log io.Writer, what string) (Result, error) {
 			where, got.secretType, o.recovery(true))
 	}
 	if len(got.data) == 0 {
-		// The chart's own data-less object (Helm 3 creates it before this post-install hook).
-		// The update carries the resourceVersion read above, so a concurrent writer makes it
+		// The chart's own data-less object, created by Helm with the release. The update carries the resourceVersion read above, so a concurrent writer makes it
 		// fail rather than lose a key.
 		if err := got.fill(); err != nil {
 			return Result{}, fmt.Errorf("%s exists without data but writing the key into it failed: %w", where, err)

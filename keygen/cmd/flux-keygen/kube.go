@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,7 +19,7 @@ import (
 )
 
 const kubeLong = `kube creates the CURVE certificate of a minicluster release in Kubernetes, and with --munge
-its munge key; the chart's keygen hook Job runs it.
+its munge key; the chart's keygen Job runs it. ` + "`kube fetch`" + ` is the broker pods' side.
 
 The certificate goes under the key curve.cert of the Secret --curve-name (default
 <release>-curve). A Secret is the default because the file holds the private key that every
@@ -26,17 +29,18 @@ to the MiniCluster. --storage=ConfigMap reproduces the Flux Operator's layout fo
 that need it. --munge also creates the Secret --munge-name (default <release>-munge) with
 munge.key, 1024 random bytes.
 
-Each object carries Helm's ownership metadata (label app.kubernetes.io/managed-by=Helm,
-annotations meta.helm.sh/release-name and meta.helm.sh/release-namespace) and the chart's
-labels. The chart renders the same objects without data: with Helm 4 the hook runs
-pre-install and Helm adopts what it made; with Helm 3 (which cannot adopt an object a
-pre-install hook made) it runs post-install and writes the key into the object Helm made.
-Either way the data stays and helm uninstall deletes the object.
+The chart renders these objects without data, with the release, and runs this command in a
+Job of the release at the same time: it reads each object and writes the key into it when it
+has none (an update that fails if the object changed since it was read, so a concurrent
+writer never loses a key). Helm owns the object, keeps its data on upgrade (it never renders
+any) and deletes it on helm uninstall. Outside the chart a missing object is created, with
+Helm's ownership metadata (label app.kubernetes.io/managed-by=Helm, annotations
+meta.helm.sh/release-name and meta.helm.sh/release-namespace) and the chart's labels.
 
-A key is never overwritten: an existing valid object is kept (a retried hook keeps the key
+A key is never overwritten: an existing valid object is kept (a retried Job keeps the key
 the brokers use), the release's data-less object is filled, and anything else is an error
-that says what is wrong and how to recover. The hook's Role needs only create on
-secrets/configmaps and get and update on these names.
+that says what is wrong and how to recover. In the chart the Job's Role has only get and
+update on these names.
 
 The namespace defaults to $POD_NAMESPACE. Without --kubeconfig (or $KUBECONFIG) it uses the
 in-cluster service account.`
@@ -87,6 +91,7 @@ func newKubeCmd(e env) *cobra.Command {
 	f.StringVar(&o.MungeName, "munge-name", "", "name of the munge key Secret (default <release>-munge)")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, else the in-cluster service account)")
 	f.DurationVar(&timeout, "timeout", 2*time.Minute, "give up on the API server after this long")
+	cmd.AddCommand(newFetchCmd(e))
 	return cmd
 }
 
@@ -111,4 +116,88 @@ func newClient(kubeconfig string) (kubernetes.Interface, error) {
 	}
 	cfg.UserAgent = "flux-keygen/" + version
 	return kubernetes.NewForConfig(cfg)
+}
+
+const fetchLong = `fetch is what the init container of every broker pod runs: it waits until the keygen Job
+has put a valid certificate into the object --curve-name (and with --munge-name a munge key
+into that Secret), writes curve.cert and munge.key to --out, and exits. With --wait-service
+and --wait-host it then waits until an EndpointSlice of that Service lists the host (the
+broker's parent) with an address, so that the broker's first DNS lookup finds it: cluster
+DNS caches a "no such name" answer for seconds, which would stall the broker's connect.
+
+It reads only the named objects (get, list and watch with a metadata.name field selector) and
+the Service's EndpointSlices; it never writes to the API server.`
+
+func newFetchCmd(e env) *cobra.Command {
+	var o kube.FetchOptions
+	var kubeconfig, hostsFile, topology string
+	var waitParent bool
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "fetch --out DIR [--curve-name N --storage Secret|ConfigMap] [--munge-name M] [--wait-parent --hosts-file F --topology T]",
+		Short: "Wait for the release's keys (and the parent broker's endpoint) and write the keys to a directory",
+		Long:  fetchLong,
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.Namespace == "" {
+				o.Namespace = e.getenv("POD_NAMESPACE")
+			}
+			if kubeconfig == "" {
+				kubeconfig = e.getenv("KUBECONFIG")
+			}
+			if waitParent {
+				var err error
+				if o.Service, o.Host, err = parentOf(e, hostsFile, topology); err != nil {
+					return err
+				}
+			}
+			if o.Host == "" && o.CurveName == "" && o.MungeName == "" {
+				return nil // the lead with the user's own certificate: nothing to wait for
+			}
+			if err := o.Validate(); err != nil {
+				return usageError{err}
+			}
+			client, err := e.newClient(kubeconfig)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			return kube.Fetch(ctx, client, o, e.stdout)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Namespace, "namespace", "", "namespace of the release (default $POD_NAMESPACE)")
+	f.StringVar(&o.CurveName, "curve-name", "", "name of the certificate object")
+	f.StringVar(&o.Storage, "storage", kube.StorageSecret, "kind of the certificate object: Secret or ConfigMap")
+	f.StringVar(&o.MungeName, "munge-name", "", "name of the munge key Secret")
+	f.StringVar(&o.Out, "out", "", "directory to write curve.cert and munge.key to")
+	f.BoolVar(&waitParent, "wait-parent", false, "wait until the headless Service lists this pod's parent broker (index from $JOB_COMPLETION_INDEX)")
+	f.StringVar(&hostsFile, "hosts-file", "/minicluster/config/hosts", "file with the RFC 29 host list of all brokers (the broker ConfigMap's hosts)")
+	f.StringVar(&topology, "topology", "", "the brokers' tbon.topo (empty = flux's default for broker.toml boot)")
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, else the in-cluster service account)")
+	f.DurationVar(&timeout, "timeout", 10*time.Minute, "give up after this long")
+	return cmd
+}
+
+// parentOf finds this pod's parent broker and its Service from the pod's environment.
+func parentOf(e env, hostsFile, topology string) (service, host string, err error) {
+	index, err := strconv.Atoi(e.getenv("JOB_COMPLETION_INDEX"))
+	if err != nil {
+		return "", "", usageError{fmt.Errorf("--wait-parent: JOB_COMPLETION_INDEX=%q is not an index: run it in a pod of an indexed Job", e.getenv("JOB_COMPLETION_INDEX"))}
+	}
+	hostname, err := e.hostname()
+	if err != nil {
+		return "", "", err
+	}
+	hosts, err := os.ReadFile(hostsFile)
+	if err != nil {
+		return "", "", fmt.Errorf("--wait-parent: %w", err)
+	}
+	etcHosts, err := os.Open(e.etcHosts)
+	if err != nil {
+		return "", "", fmt.Errorf("--wait-parent: %w", err)
+	}
+	defer etcHosts.Close()
+	return kube.ParentHost(kube.Pod{Hostname: hostname, Index: index, Hosts: strings.TrimSpace(string(hosts)), Topology: topology}, etcHosts)
 }

@@ -31,10 +31,11 @@ type env struct {
 	hostname       func() (string, error)
 	now            func() time.Time
 	newClient      func(kubeconfig string) (kubernetes.Interface, error)
+	etcHosts       string // the pod's /etc/hosts, where its FQDN is
 }
 
 func defaultEnv() env {
-	return env{getenv: os.Getenv, hostname: os.Hostname, now: time.Now, newClient: newClient}
+	return env{getenv: os.Getenv, hostname: os.Hostname, now: time.Now, newClient: newClient, etcHosts: "/etc/hosts"}
 }
 
 // usageError marks errors in how the command was called (exit 2).

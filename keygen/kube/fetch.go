@@ -1,0 +1,268 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/minicluster/minicluster/keygen"
+)
+
+// FetchOptions say what a broker pod's init container waits for. The keygen Job fills the key
+// objects while the pods start, so the pods wait here instead of behind a pre-install hook.
+type FetchOptions struct {
+	Namespace string
+	// CurveName is the certificate object (Storage: Secret or ConfigMap); empty = none.
+	CurveName, Storage string
+	// MungeName is the munge key Secret; empty = none.
+	MungeName string
+	// Out is the directory curve.cert and munge.key are written to (mode 0444: the pod's own
+	// memory volume; the entrypoint installs a private copy for the user running Flux).
+	Out string
+	// Service and Host: also wait until an EndpointSlice of Service lists Host with an address,
+	// so that the broker's first DNS lookup of its parent finds it (cluster DNS caches a
+	// negative answer for seconds). Empty = do not wait.
+	Service, Host string
+}
+
+// Validate checks the options.
+func (o *FetchOptions) Validate() error {
+	if o.Namespace == "" {
+		return errors.New("--namespace is empty: give it or set POD_NAMESPACE")
+	}
+	if o.Out == "" {
+		return errors.New("--out is empty: give the directory to write the keys to")
+	}
+	if o.Storage == "" {
+		o.Storage = StorageSecret
+	}
+	if o.Storage != StorageSecret && o.Storage != StorageConfigMap {
+		return fmt.Errorf("--storage %q: want Secret or ConfigMap", o.Storage)
+	}
+	if (o.Service == "") != (o.Host == "") {
+		return fmt.Errorf("--wait-service %q and --wait-host %q: give both or neither", o.Service, o.Host)
+	}
+	if o.CurveName == "" && o.MungeName == "" && o.Host == "" {
+		return errors.New("nothing to wait for: give --curve-name, --munge-name or --wait-host")
+	}
+	return nil
+}
+
+// Fetch waits until each named key object holds a valid key and writes it to opts.Out, then
+// waits for the host's endpoint. It reads only the named objects (get, list and watch with a
+// metadata.name field selector, which RBAC allows by resourceNames) and the Service's
+// EndpointSlices.
+func Fetch(ctx context.Context, client kubernetes.Interface, opts FetchOptions, log io.Writer) error {
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	if opts.CurveName != "" {
+		data, err := waitCurve(ctx, client, opts)
+		if err != nil {
+			return err
+		}
+		if err := writeKey(opts.Out, CertKey, data); err != nil {
+			return err
+		}
+		c, _ := keygen.Parse(data)
+		fmt.Fprintf(log, "fetched %s from %s %s/%s (public key %s)\n", CertKey, opts.Storage, opts.Namespace, opts.CurveName, c.PublicText())
+	}
+	if opts.MungeName != "" {
+		data, err := waitObject(ctx, client, StorageSecret, opts.Namespace, opts.MungeName, MungeKey, checkMunge)
+		if err != nil {
+			return err
+		}
+		if err := writeKey(opts.Out, MungeKey, data); err != nil {
+			return err
+		}
+		fmt.Fprintf(log, "fetched %s from Secret %s/%s\n", MungeKey, opts.Namespace, opts.MungeName)
+	}
+	if opts.Host != "" {
+		start := time.Now()
+		if err := waitEndpoint(ctx, client, opts.Namespace, opts.Service, opts.Host); err != nil {
+			return err
+		}
+		fmt.Fprintf(log, "%s is listed by Service %s/%s (waited %s)\n", opts.Host, opts.Namespace, opts.Service, time.Since(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+func waitCurve(ctx context.Context, client kubernetes.Interface, opts FetchOptions) ([]byte, error) {
+	return waitObject(ctx, client, opts.Storage, opts.Namespace, opts.CurveName, CertKey, checkCert)
+}
+
+func checkCert(data []byte) error {
+	if _, err := keygen.Parse(data); err != nil {
+		return fmt.Errorf("its %s is not a valid certificate (%w)", CertKey, err)
+	}
+	return nil
+}
+
+func checkMunge(data []byte) error {
+	if len(data) != MungeKeySize {
+		return fmt.Errorf("its %s is %d bytes, want %d", MungeKey, len(data), MungeKeySize)
+	}
+	return nil
+}
+
+// waitObject watches one Secret or ConfigMap until it holds key. Empty means the keygen Job has
+// not filled it yet; invalid data is an error at once (waiting would not mend it).
+func waitObject(ctx context.Context, client kubernetes.Interface, kind, ns, name, key string, check func([]byte) error) ([]byte, error) {
+	where := fmt.Sprintf("%s %s/%s", kind, ns, name)
+	byName := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()}
+	var lw listWatcher
+	if kind == StorageConfigMap {
+		cms := client.CoreV1().ConfigMaps(ns)
+		lw = listWatcher{
+			list:  func(o metav1.ListOptions) (runtime.Object, error) { return cms.List(ctx, o) },
+			watch: func(o metav1.ListOptions) (watch.Interface, error) { return cms.Watch(ctx, o) }}
+	} else {
+		secrets := client.CoreV1().Secrets(ns)
+		lw = listWatcher{
+			list:  func(o metav1.ListOptions) (runtime.Object, error) { return secrets.List(ctx, o) },
+			watch: func(o metav1.ListOptions) (watch.Interface, error) { return secrets.Watch(ctx, o) }}
+	}
+	var data []byte
+	var bad error
+	err := lw.until(ctx, byName, func(obj runtime.Object) bool {
+		switch o := obj.(type) {
+		case *corev1.Secret:
+			data = o.Data[key]
+		case *corev1.ConfigMap:
+			data = []byte(o.Data[key])
+		}
+		if len(data) == 0 {
+			return false
+		}
+		bad = check(data)
+		return true
+	})
+	if bad != nil {
+		return nil, fmt.Errorf("%s %v; delete it and run `helm uninstall`, then install again", where, bad)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("waiting for %s in %s: %w (is the keygen Job running? kubectl logs -n %s job/<release>-keygen)", key, where, err, ns)
+	}
+	return data, nil
+}
+
+// waitEndpoint watches the Service's EndpointSlices until one lists host with an address.
+func waitEndpoint(ctx context.Context, client kubernetes.Interface, ns, service, host string) error {
+	slices := client.DiscoveryV1().EndpointSlices(ns)
+	lw := listWatcher{
+		list:  func(o metav1.ListOptions) (runtime.Object, error) { return slices.List(ctx, o) },
+		watch: func(o metav1.ListOptions) (watch.Interface, error) { return slices.Watch(ctx, o) }}
+	err := lw.until(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + service}, func(obj runtime.Object) bool {
+		s, ok := obj.(*discoveryv1.EndpointSlice)
+		if !ok {
+			return false
+		}
+		for _, e := range s.Endpoints {
+			if e.Hostname != nil && *e.Hostname == host && len(e.Addresses) > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %s in the EndpointSlices of Service %s/%s: %w", host, ns, service, err)
+	}
+	return nil
+}
+
+// listWatcher lists, then watches from the list's resourceVersion, until done says yes of an
+// object; a closed watch starts over with a new list. (client-go's informers would do, but
+// need more of the API than a list and a watch, and more rights.)
+type listWatcher struct {
+	list  func(metav1.ListOptions) (runtime.Object, error)
+	watch func(metav1.ListOptions) (watch.Interface, error)
+}
+
+func (lw listWatcher) until(ctx context.Context, opts metav1.ListOptions, done func(runtime.Object) bool) error {
+	for {
+		list, err := lw.list(opts)
+		if err != nil {
+			return err
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return err
+		}
+		for _, item := range items {
+			if done(item) {
+				return nil
+			}
+		}
+		w := opts
+		w.ResourceVersion, w.AllowWatchBookmarks = "", false
+		if acc, err := meta.ListAccessor(list); err == nil {
+			w.ResourceVersion = acc.GetResourceVersion()
+		}
+		watcher, err := lw.watch(w)
+		if err != nil {
+			return err
+		}
+		if finished, err := watchUntil(ctx, watcher, done); finished || err != nil {
+			return err
+		}
+	}
+}
+
+// watchUntil reads events until done, an error, or the watch closes (finished false).
+func watchUntil(ctx context.Context, watcher watch.Interface, done func(runtime.Object) bool) (bool, error) {
+	defer watcher.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return true, ctx.Err()
+		case ev, ok := <-watcher.ResultChan():
+			if !ok {
+				return false, nil
+			}
+			switch ev.Type {
+			case watch.Error:
+				return false, nil // e.g. resourceVersion too old: list again
+			case watch.Added, watch.Modified:
+				if done(ev.Object) {
+					return true, nil
+				}
+			}
+		}
+	}
+}
+
+// writeKey writes data to dir/name readable by every user of the pod (the entrypoint makes the
+// 0400 copy Flux insists on, owned by whoever runs Flux), through a rename so that nobody reads
+// half a key.
+func writeKey(dir, name string, data []byte) error {
+	tmp, err := os.CreateTemp(dir, "."+name+"-*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", name, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Chmod(0o444); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), filepath.Join(dir, name))
+}

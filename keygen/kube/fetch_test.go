@@ -1,0 +1,154 @@
+package kube
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
+)
+
+func validCert(t *testing.T) []byte {
+	t.Helper()
+	c, err := New(opts(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// New is a test helper: a certificate as the keygen Job writes it.
+func New(o Options) ([]byte, error) {
+	client := fake.NewClientset()
+	if _, err := Run(context.Background(), client, o, &bytes.Buffer{}); err != nil {
+		return nil, err
+	}
+	s, err := client.CoreV1().Secrets(o.Namespace).Get(context.Background(), o.Release+"-curve", metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return s.Data[CertKey], nil
+}
+
+func fetch(t *testing.T, client *fake.Clientset, o FetchOptions) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var log bytes.Buffer
+	err := Fetch(ctx, client, o, &log)
+	return log.String(), err
+}
+
+// The pod starts before the keygen Job filled the Secret: Fetch waits for the update, then
+// writes the certificate, readable (the entrypoint makes Flux's 0400 copy) and complete.
+func TestFetchWaitsForTheKeygenJob(t *testing.T) {
+	cert := validCert(t)
+	empty := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "flux-sample-curve", Namespace: ns}, Type: corev1.SecretTypeOpaque}
+	client := fake.NewClientset(empty)
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		filled := empty.DeepCopy()
+		filled.Data = map[string][]byte{CertKey: cert}
+		client.CoreV1().Secrets(ns).Update(context.Background(), filled, metav1.UpdateOptions{})
+	}()
+	out := t.TempDir()
+	log, err := fetch(t, client, FetchOptions{Namespace: ns, CurveName: "flux-sample-curve", Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(out, CertKey))
+	if err != nil || !bytes.Equal(got, cert) {
+		t.Fatalf("curve.cert = %q, %v; want the Secret's certificate", got, err)
+	}
+	if fi, _ := os.Stat(filepath.Join(out, CertKey)); fi.Mode().Perm() != 0o444 {
+		t.Errorf("curve.cert mode %o, want 444", fi.Mode().Perm())
+	}
+	if !strings.Contains(log, "fetched curve.cert from Secret team-a/flux-sample-curve") {
+		t.Errorf("log: %s", log)
+	}
+}
+
+func TestFetchConfigMapAndMunge(t *testing.T) {
+	cert := validCert(t)
+	munge := bytes.Repeat([]byte{7}, MungeKeySize)
+	client := fake.NewClientset(
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: ns}, Data: map[string]string{CertKey: string(cert)}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: ns}, Data: map[string][]byte{MungeKey: munge}})
+	out := t.TempDir()
+	if _, err := fetch(t, client, FetchOptions{Namespace: ns, CurveName: "c", Storage: StorageConfigMap, MungeName: "m", Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string][]byte{CertKey: cert, MungeKey: munge} {
+		if got, err := os.ReadFile(filepath.Join(out, name)); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: %v, not the object's data", name, err)
+		}
+	}
+}
+
+// Invalid data is an error at once: waiting would not mend it.
+func TestFetchRefusesAnInvalidKey(t *testing.T) {
+	client := fake.NewClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: ns}, Data: map[string][]byte{CertKey: []byte("not a cert")}})
+	start := time.Now()
+	_, err := fetch(t, client, FetchOptions{Namespace: ns, CurveName: "c", Out: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "Secret team-a/c its curve.cert is not a valid certificate") || time.Since(start) > 5*time.Second {
+		t.Errorf("err = %v after %s, want an immediate error naming the Secret", err, time.Since(start))
+	}
+}
+
+func TestFetchWaitsForTheParentEndpoint(t *testing.T) {
+	client := fake.NewClientset()
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		slice := &discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{Name: "flux-sample-abcde", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: "flux-sample"}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints:   []discoveryv1.Endpoint{{Hostname: ptr.To("flux-sample-0"), Addresses: []string{"10.244.0.9"}}},
+		}
+		client.DiscoveryV1().EndpointSlices(ns).Create(context.Background(), slice, metav1.CreateOptions{})
+	}()
+	log, err := fetch(t, client, FetchOptions{Namespace: ns, Out: t.TempDir(), Service: "flux-sample", Host: "flux-sample-0"})
+	if err != nil || !strings.Contains(log, "flux-sample-0 is listed by Service team-a/flux-sample") {
+		t.Fatalf("err %v, log %s", err, log)
+	}
+	// Timing out names what it waited for.
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	err = Fetch(ctx, client, FetchOptions{Namespace: ns, Out: t.TempDir(), Service: "flux-sample", Host: "flux-sample-3"}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "waiting for flux-sample-3 in the EndpointSlices of Service team-a/flux-sample") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestParentHost(t *testing.T) {
+	etc := "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n10.244.0.7\tteam-flux-sample-5.team-svc.ns.svc.cluster.local\tteam-flux-sample-5\n"
+	for _, tc := range []struct {
+		pod                Pod
+		service, host, err string
+	}{
+		{pod: Pod{Hostname: "team-flux-sample-5", Index: 5, Hosts: "team-flux-sample-[0-15]"}, service: "team-svc", host: "team-flux-sample-0"},
+		{pod: Pod{Hostname: "team-flux-sample-5", Index: 5, Hosts: "team-flux-sample-[0-15]", Topology: "kary:2"}, service: "team-svc", host: "team-flux-sample-2"},
+		{pod: Pod{Hostname: "team-flux-sample-0", Index: 0, Hosts: "team-flux-sample-[0-15]"}},
+		{pod: Pod{Hostname: "other-5", Index: 4, Hosts: "x-[0-3]"}, err: `hostname "other-5" does not end in -4`},
+		{pod: Pod{Hostname: "x-5", Index: 5, Hosts: "x-[0-7]"}, err: "/etc/hosts has no FQDN for x-5"},
+		{pod: Pod{Hostname: "team-flux-sample-5", Index: 5, Hosts: "team-flux-sample-[0-15]", Topology: "star"}, err: `topology "star"`},
+	} {
+		service, host, err := ParentHost(tc.pod, strings.NewReader(etc))
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%+v: err %v, want %q", tc.pod, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || service != tc.service || host != tc.host {
+			t.Errorf("%+v: %q %q %v, want %q %q", tc.pod, service, host, err, tc.service, tc.host)
+		}
+	}
+}
