@@ -13,7 +13,7 @@ VERSION := 0.1.0
 FUZZ_TARGETS := ./keygen:FuzzParseCert ./postrender:FuzzRender
 FUZZ_TIME ?= 10s
 
-.PHONY: all deps build tools image images test unit lint fuzz e2e cluster-up cluster-down kind-up demo bench bench-e2e
+.PHONY: all deps build tools image images push test unit lint fuzz e2e cluster-up cluster-down kind-up demo bench bench-e2e
 
 all: build
 
@@ -38,6 +38,11 @@ images: ## container images as tarballs in ./bin/images (no Docker needed)
 	go run ./ci/images --out $(BIN)/images --version $(VERSION)
 
 image: images ## the same (the keygen image is one of them)
+
+push: ## the images to REGISTRY=host[:port][/path] (flux-keygen as a linux/amd64+arm64 index); plain HTTP for loopback, PUSH_FLAGS=--insecure for others
+	@if [ -z "$(REGISTRY)" ]; then echo "make push: set REGISTRY=host[:port][/path], e.g. make push REGISTRY=127.0.0.1:5000/minicluster (bash ci/registry/up.sh starts a registry there)" >&2; exit 1; fi
+	$(MAKE) --no-print-directory images
+	go run ./ci/push --registry $(REGISTRY) --version $(VERSION) $(PUSH_FLAGS) $(BIN)/images
 
 test: deps build tools lint unit fuzz ## everything; the end-to-end part too when a cluster is reachable
 	@kc=$${KUBECONFIG:-$(CLUSTER_DIR)/kubeconfig}; \
