@@ -9,7 +9,7 @@ import (
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
-	"github.com/minicluster/minicluster/postrender/hostlist"
+	"github.com/minicluster/minicluster/internal/hostlist"
 )
 
 // Annotations the chart writes (charts/minicluster/templates/_helpers.tpl).

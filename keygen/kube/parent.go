@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/minicluster/minicluster/internal/hostlist"
 	"github.com/minicluster/minicluster/internal/tbon"
-	"github.com/minicluster/minicluster/postrender/hostlist"
 )
 
 // Pod is what a broker pod knows about itself: its hostname (<job>-<index>), its Job index,

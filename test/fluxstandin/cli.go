@@ -10,7 +10,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/minicluster/minicluster/postrender/hostlist"
+	"github.com/minicluster/minicluster/internal/hostlist"
 )
 
 // Usage is the stand-in's --help.

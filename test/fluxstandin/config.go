@@ -11,7 +11,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/minicluster/minicluster/postrender/hostlist"
+	"github.com/minicluster/minicluster/internal/hostlist"
 )
 
 // Host is one broker of the instance, with its URIs after %h/%p substitution.
