@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # down.sh stops the local cluster that up.sh started and removes what it made: the pods'
 # containers, kubelet, kube-proxy (and its iptables chains), the control plane, CoreDNS, etcd,
-# containerd, the mounts under $CLUSTER_DIR, the cgroups, the network namespace with its veths
-# and host routes, and the cluster state. It keeps $CLUSTER_DIR/logs and the binary cache
+# containerd, the registry (ci/registry/down.sh), the mounts under $CLUSTER_DIR, the cgroups,
+# the network namespace with its veths and host routes, and the cluster state (the registry's
+# storage with it). It keeps $CLUSTER_DIR/logs and the binary cache
 # ($CLUSTER_DIR/bin links to it).
 # Idempotent: with nothing running it only makes sure nothing is left.
 set -uo pipefail
@@ -68,6 +69,8 @@ fi
 step "control plane"
 # 3. The rest, in reverse start order.
 for name in coredns kube-scheduler kube-controller-manager kube-apiserver etcd containerd; do stop "$name"; done
+# The registry lives in the namespace too: it goes before the namespace does.
+CLUSTER_DIR=$CLUSTER_DIR bash "$(dirname "${BASH_SOURCE[0]}")/../registry/down.sh" | grep -v 'not running'
 # containerd's shims outlive it; ours are the ones that talk to its socket.
 for p in /proc/[0-9]*; do
 	cmd=$(tr '\0' ' ' 2>/dev/null <"$p/cmdline") || continue

@@ -29,6 +29,10 @@ API_SERVICE_IP=10.$((96 + IDX)).0.1
 CLUSTER_DOMAIN=cluster.local
 CGROUP_NAME=minicluster$SUFFIX
 
+# The cluster's plain-HTTP image registry (ci/registry/up.sh), on the node IP: the host pushes
+# to it (make push REGISTRY=$CLUSTER_REGISTRY/minicluster), the cluster's containerd pulls from it.
+CLUSTER_REGISTRY=$NODE_IP:${CLUSTER_REGISTRY_PORT:-5000}
+
 CONTAINERD_SOCK=$CLUSTER_DIR/run/containerd.sock
 KUBECONFIG_FILE=$CLUSTER_DIR/kubeconfig
 LOG_DIR=$CLUSTER_DIR/logs

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # up.sh starts a real single-node Kubernetes on this machine (Linux, root): etcd, kube-apiserver,
-# kube-controller-manager, kube-scheduler, kubelet, kube-proxy (iptables), CoreDNS and a
-# containerd of its own, all inside their own network namespace, reachable from the host through
-# a veth pair and host routes (node IP, pod and service ranges). State and logs: $CLUSTER_DIR.
+# kube-controller-manager, kube-scheduler, kubelet, kube-proxy (iptables), CoreDNS, a
+# containerd of its own and a plain-HTTP image registry on the node IP that containerd pulls
+# from, all inside their own network namespace, reachable from the host through a veth pair and
+# host routes (node IP, pod and service ranges). State and logs: $CLUSTER_DIR.
 # Idempotent: when the cluster already runs it says so and exits 0. `make cluster-down` stops it.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -18,18 +19,25 @@ elapsed() { local ds=$((($(date +%s%N) - T0) / 100000000)); echo "$((ds / 10)).$
 [[ $(uname -s) == Linux ]] || die "needs Linux; on other systems use 'make kind-up' (Docker + kind)"
 (( EUID == 0 )) || die "needs root (network namespace, cgroups, mounts); run as root or use 'make kind-up'"
 missing=()
-for tool in containerd containerd-shim-runc-v2 ctr runc etcd iptables ip nsenter setsid flock openssl; do
+for tool in containerd containerd-shim-runc-v2 ctr runc etcd iptables ip nsenter setsid flock openssl docker-registry; do
 	command -v "$tool" >/dev/null || missing+=("$tool")
 done
 for p in bridge host-local portmap loopback; do [[ -x /usr/lib/cni/$p ]] || missing+=("/usr/lib/cni/$p"); done
 command -v conntrack >/dev/null || missing+=(conntrack)
-((${#missing[@]} == 0)) || die "missing ${missing[*]}; install: apt-get install containerd runc containernetworking-plugins etcd-server iptables conntrack iproute2 openssl busybox-static"
+((${#missing[@]} == 0)) || die "missing ${missing[*]}; install: apt-get install containerd runc containernetworking-plugins etcd-server iptables conntrack iproute2 openssl busybox-static docker-registry"
 lock
 (( ${#CONTAINERD_SOCK} < 100 )) || die "CLUSTER_DIR=$CLUSTER_DIR is too long for a unix socket path; choose a shorter CLUSTER_DIR"
 
 all_alive() { local c; for c in "${COMPONENTS[@]}"; do alive "$c" || return 1; done; }
+# registry_up: ci/registry/up.sh (idempotent) inside the namespace, on the node IP. fd 9 (our
+# lock) closed: the registry outlives this script and must not hold the lock.
+registry_up() {
+	in_ns env REGISTRY_ADDR="$CLUSTER_REGISTRY" CLUSTER_DIR="$CLUSTER_DIR" \
+		bash "$REPO/ci/registry/up.sh" 9>&-
+}
 if all_alive && [[ -f $KUBECONFIG_FILE ]] && kubectl_admin get --raw /readyz >/dev/null 2>&1; then
 	say "cluster already up (nothing to do)"
+	registry_up || say "cluster: WARNING: the registry on $CLUSTER_REGISTRY did not start" >&2
 	say "export KUBECONFIG=$KUBECONFIG_FILE"
 	exit 0
 fi
@@ -246,6 +254,19 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "$CLUSTER_DIR/cni/net.d"
+
+  # Registry hosts: <config_path>/<host:port>/hosts.toml (the cluster's registry is plain HTTP).
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "$CD/certs.d"
+EOF
+mkdir -p "$CD/certs.d/$CLUSTER_REGISTRY"
+cat >"$CD/certs.d/$CLUSTER_REGISTRY/hosts.toml" <<EOF
+# The cluster's own registry (ci/registry/up.sh on the node IP): plain HTTP, pull only.
+server = "http://$CLUSTER_REGISTRY"
+
+[host."http://$CLUSTER_REGISTRY"]
+  capabilities = ["pull", "resolve"]
+  skip_verify = true
 EOF
 cat >"$CLUSTER_DIR/cni/net.d/10-minicluster.conflist" <<EOF
 {
@@ -270,6 +291,10 @@ cat >"$CLUSTER_DIR/cni/net.d/10-minicluster.conflist" <<EOF
 }
 EOF
 start containerd containerd --config "$CONF/containerd.toml"
+
+# ---- registry ------------------------------------------------------------------------------
+current=registry
+registry_up >"$LOG_DIR/registry.log" 2>&1 || die "the registry did not start on $CLUSTER_REGISTRY"
 
 # ---- etcd ----------------------------------------------------------------------------------
 start etcd etcd --name minicluster --data-dir "$CLUSTER_DIR/etcd" \
@@ -425,4 +450,5 @@ mark Service-IP
 printf -v tl '%s, ' "${timeline[@]}"
 say "cluster: timeline: ${tl%, }"
 say "cluster up in $(elapsed)s: node $NODE_NAME ($NODE_IP) Ready, pods $POD_CIDR, services $SERVICE_CIDR, DNS $CLUSTER_DOMAIN at $NODE_IP; logs in $LOG_DIR"
+say "registry: http://$CLUSTER_REGISTRY (push: make push REGISTRY=$CLUSTER_REGISTRY/minicluster PUSH_FLAGS=--insecure; pods pull $CLUSTER_REGISTRY/minicluster/<name>:<tag>)"
 say "export KUBECONFIG=$KUBECONFIG_FILE"
