@@ -13,7 +13,7 @@ VERSION := 0.1.0
 FUZZ_TARGETS := ./keygen:FuzzParseCert ./postrender:FuzzRender
 FUZZ_TIME ?= 10s
 
-.PHONY: all deps build tools image images push test unit lint fuzz e2e cluster-up cluster-down kind-up demo bench bench-e2e
+.PHONY: all deps build tools flux image images push test unit lint fuzz e2e cluster-up cluster-down kind-up demo bench bench-e2e
 
 all: build
 
@@ -34,8 +34,11 @@ $(HELM3):
 $(HELM4):
 	GOBIN=$(dir $(HELM4)) go install helm.sh/helm/v4/cmd/helm@$(HELM4_VERSION)
 
-images: ## container images as tarballs in ./bin/images (no Docker needed)
-	go run ./ci/images --out $(BIN)/images --version $(VERSION)
+flux: ## real flux-core from source, laid out like the flux-view images (cached; root)
+	bash ci/flux/build.sh
+
+images: flux ## container images as tarballs in ./bin/images (no Docker needed), the Flux ones too
+	go run ./ci/images --out $(BIN)/images --version $(VERSION) --flux-dir "$$(bash ci/flux/build.sh --print-dir)"
 
 image: images ## the same (the keygen image is one of them)
 

@@ -4,7 +4,7 @@
 # A no-op when all are there, so `make test` and `make demo` can always call it.
 set -euo pipefail
 packages=(containerd runc containernetworking-plugins etcd-server iptables conntrack iproute2
-	busybox-static python3-zmq openssl docker-registry)
+	busybox-static python3-zmq openssl docker-registry debootstrap patchelf)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -3,7 +3,8 @@
 # (spack-style prefixes under /opt/software with absolute paths and RPATHs compiled in, and a view
 # /opt/view -> /opt/views/view -> /opt/views/._view/<hash>/ of symlinks into them).
 #
-#   bash ci/flux/build.sh          (root; Debian 12 with apt)
+#   bash ci/flux/build.sh              (root; Debian 12 with apt)
+#   bash ci/flux/build.sh --print-dir  (the output directory for this source; builds nothing)
 #
 # FLUX_CORE_SRC: a flux-core source tarball (default: the single flux-core-*.tar.gz in
 # ../shared/flux-core/ beside the repository) or a git checkout of flux-core.
@@ -47,6 +48,10 @@ else
 	die "FLUX_CORE_SRC=$src: no such file or directory"
 fi
 cache=${MINICLUSTER_CACHE:-$HOME/.cache/minicluster}/flux/$id
+if [[ ${1:-} == --print-dir ]]; then
+	echo "$cache"
+	exit 0
+fi
 if [[ -f $cache/done ]]; then
 	echo "flux: used the cache $cache (flux-core $version): nothing to do"
 	exit 0

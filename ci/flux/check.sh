@@ -42,10 +42,12 @@ host=minicluster-flux-check
 printf '127.0.0.1 localhost\n127.0.1.1 %s\n' "$host" >"$root/etc/hosts"
 mount -t proc proc "$root/proc"
 mounted+=("$root/proc")
-# BASE has no device nodes (a container runtime provides /dev).
-mount --rbind /dev "$root/dev"
-mount --make-rslave "$root/dev"
-mounted+=("$root/dev")
+# BASE has no device nodes (a container runtime provides /dev, and /sys, which hwloc reads).
+for m in dev sys; do
+	mount --rbind "/$m" "$root/$m"
+	mount --make-rslave "$root/$m"
+	mounted+=("$root/$m")
+done
 
 cat >"$root/check-inner.sh" <<'EOF'
 set -eu

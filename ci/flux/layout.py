@@ -30,6 +30,8 @@ PYVER = "python3.11"
 STATE = "/root/layout.json"
 GLIBC = "libc6"
 MULTIARCH = "x86_64-linux-gnu"
+# Packages whose Depends are followed: interpreter modules, which no ELF file links.
+MODULES = ("python3-", "python3.11", "libpython3.11", "lua-")
 
 # Debian source package -> spack package name, where they differ.
 NAMES = {
@@ -37,7 +39,7 @@ NAMES = {
     "util-linux": "util-linux-uuid", "gcc-12": "gcc-runtime", "python-cffi": "py-cffi",
     "pyyaml": "py-pyyaml", "ply": "py-ply", "python-jsonschema": "py-jsonschema",
     "python-attrs": "py-attrs", "pyrsistent": "py-pyrsistent", "pycparser": "py-pycparser",
-    "xz-utils": "xz", "icu": "icu4c", "e2fsprogs": "e2fsprogs-libs",
+    "xz-utils": "xz", "icu": "icu4c", "e2fsprogs": "e2fsprogs-libs", "lua-bit32": "lua-bit32",
 }
 # Files of the packages that a runtime tree does not need.
 SKIP = re.compile(r"^/(usr/)?(share/(doc|man|info|lintian|bug|locale|doc-base|gdb|bash-completion)|etc|include)/")
@@ -140,7 +142,8 @@ def is_elf(path):
 
 def cmd_deps(flux_version, flux_id, seeds):
     own = owners()
-    # The python3-* packages the seeds depend on, recursively (spack's py-* dependencies).
+    # The python3-* and lua-* packages the seeds depend on, recursively (spack's py-* and lua-*
+    # dependencies: luaposix needs bit32, jsonschema attrs and pyrsistent, ...).
     pkgs, todo = set(), list(seeds)
     while todo:
         p = todo.pop()
@@ -149,10 +152,9 @@ def cmd_deps(flux_version, flux_id, seeds):
         if not installed(p):
             raise SystemExit(f"layout: package {p} is not installed in the build root")
         pkgs.add(p)
-        if p.startswith("python3-") or p.startswith("python3.11") or p.startswith("libpython3.11"):
+        if p.startswith(MODULES):
             for d in depends(pkginfo(p)[3]):
-                if (d.startswith("python3-") or d.startswith("python3.11") or d.startswith("libpython3.11")) and \
-                        d not in ("python3-minimal",) and installed(d):
+                if d.startswith(MODULES) and d != "python3-minimal" and installed(d):
                     todo.append(d)
     # The library closure: every non-glibc library an ELF file of the set loads.
     elfs_done, rpath_of = set(), {}

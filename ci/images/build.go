@@ -25,6 +25,7 @@ import (
 // Config says where to write and what to stamp.
 type Config struct {
 	Out, Version, Busybox string
+	FluxDir               string // a ci/flux/build.sh output directory; empty: no Flux images
 }
 
 // Written is one image tarball.
@@ -160,6 +161,11 @@ func Build(cfg Config, log io.Writer) ([]Written, error) {
 			continue
 		}
 		written = append(written, Written{Ref: img.ref, Path: path})
+	}
+	fluxWritten, err := buildFlux(cfg, log) // flux.go
+	written = append(written, fluxWritten...)
+	if err != nil {
+		failed = append(failed, fmt.Errorf("flux images: %w", err))
 	}
 	return written, errors.Join(failed...)
 }

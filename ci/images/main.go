@@ -19,12 +19,13 @@ func main() {
 	out := flag.String("out", "bin/images", "directory for the image tarballs")
 	version := flag.String("version", "0.1.0", "version: the flux-keygen image tag, its version label and its -X main.version")
 	busybox := flag.String("busybox", "/usr/bin/busybox", "static busybox binary (Debian: apt-get install busybox-static)")
+	fluxDir := flag.String("flux-dir", os.Getenv("MINICLUSTER_FLUX_DIR"), "output directory of ci/flux/build.sh (base.tar, software.tar): adds the flux, flux-view and app images; empty: they are skipped")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "images: unexpected argument %q (usage: go run ./ci/images --out DIR --version V)\n", flag.Arg(0))
 		os.Exit(2)
 	}
-	written, err := Build(Config{Out: *out, Version: *version, Busybox: *busybox}, os.Stderr)
+	written, err := Build(Config{Out: *out, Version: *version, Busybox: *busybox, FluxDir: *fluxDir}, os.Stderr)
 	for _, w := range written {
 		fmt.Printf("%s\t%s\n", w.Path, w.Ref)
 	}

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"archive/tar"
+	"bufio"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// The images made from a real flux-core build (ci/flux/build.sh): its cache directory holds
+// base.tar (Debian minbase, no Flux, no python) and software.tar (opt/software, opt/views,
+// opt/view: flux-core and its dependencies in spack-style prefixes, and the view).
+const (
+	fluxBaseTar     = "base.tar"
+	fluxSoftwareTar = "software.tar"
+	stdPath         = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+)
+
+// fluxImageSet lists the three images; pyver is the view's python directory (python3.11).
+func fluxImageSet(flux, pyver string) []image {
+	view := "/opt/view"
+	return []image{
+		{
+			// (a) Flux installed in the application image: flux on PATH, no other setup.
+			ref: "localhost/minicluster/flux:test", file: "flux.tar",
+			config:      v1.Config{Cmd: []string{"/bin/bash"}, Env: fluxEnv(view, pyver, stdPath)},
+			description: "Debian 12 with flux-core " + flux + " in /opt/software, its view at /opt/view on PATH",
+		},
+		{
+			// (b) The view image (the real flux-view layout), for the chart's init container.
+			ref: "localhost/minicluster/flux-view:test", file: "flux-view.tar",
+			config:      v1.Config{Cmd: []string{"/bin/sh"}, Env: []string{"PATH=" + stdPath}},
+			description: "flux view: flux-core " + flux + " in /opt/software, the view /opt/view -> /opt/views/view -> /opt/views/._view/<hash>",
+		},
+		{
+			// (c) An application image without Flux.
+			ref: "localhost/minicluster/app:test", file: "app.tar",
+			config:      v1.Config{Cmd: []string{"/bin/bash"}, Env: []string{"PATH=" + stdPath}},
+			description: "Debian 12 minbase: an application image without Flux or python",
+		},
+	}
+}
+
+// fluxEnv is what a process needs to run flux from a view at dir (an image's /opt/view or the
+// chart's copy in /mnt/flux/view): the view's bin first on PATH, its python site-packages (each
+// python module lives in its own prefix, as in spack) and its lua directories (luaposix).
+func fluxEnv(dir, pyver, path string) []string {
+	return []string{
+		"PATH=" + dir + "/bin:" + path,
+		"PYTHONPATH=" + dir + "/lib/" + pyver + "/site-packages",
+		"LUA_PATH=" + dir + "/share/lua/5.1/?.lua;" + dir + "/share/lua/5.1/?/init.lua;;",
+		"LUA_CPATH=" + dir + "/lib/lua/5.1/?.so;;",
+	}
+}
+
+// buildFlux writes the Flux images when dir holds a finished flux build; with no dir, or an
+// unfinished one, it says so on log and writes nothing (not an error).
+func buildFlux(cfg Config, log io.Writer) ([]Written, error) {
+	dir := cfg.FluxDir
+	if dir == "" {
+		fmt.Fprintln(log, "images: no --flux-dir (or MINICLUSTER_FLUX_DIR): skipping the flux, flux-view and app images (make flux builds Flux)")
+		return nil, nil
+	}
+	for _, f := range []string{fluxBaseTar, fluxSoftwareTar} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			fmt.Fprintf(log, "images: %s: %v: skipping the flux, flux-view and app images (bash ci/flux/build.sh builds Flux)\n", dir, err)
+			return nil, nil
+		}
+	}
+	version := "unknown"
+	if b, err := os.ReadFile(filepath.Join(dir, "version")); err == nil {
+		version = strings.TrimSpace(string(b))
+	}
+	tmp, err := os.MkdirTemp("", "minicluster-flux-layers-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	fmt.Fprintf(log, "images: layers from %s (flux-core %s)\n", dir, version)
+	base, _, err := rootfsLayer(filepath.Join(dir, fluxBaseTar), filepath.Join(tmp, "base.tar.gz"))
+	if err != nil {
+		return nil, err
+	}
+	software, names, err := rootfsLayer(filepath.Join(dir, fluxSoftwareTar), filepath.Join(tmp, "software.tar.gz"))
+	if err != nil {
+		return nil, err
+	}
+	pyver := ""
+	re := regexp.MustCompile(`^opt/views/\._view/[^/]+/lib/(python3\.[0-9]+)/site-packages$`)
+	for _, n := range names {
+		if m := re.FindStringSubmatch(n); m != nil {
+			pyver = m[1]
+			break
+		}
+	}
+	if pyver == "" {
+		return nil, fmt.Errorf("%s: no opt/views/._view/<hash>/lib/python3.*/site-packages in it", fluxSoftwareTar)
+	}
+	var written []Written
+	var failed []error
+	for _, img := range fluxImageSet(version, pyver) {
+		layers := []v1.Layer{base}
+		if img.file != "app.tar" {
+			layers = append(layers, software)
+		}
+		path := filepath.Join(cfg.Out, img.file)
+		if err := writeImage(img, cfg.Version, layers, path); err != nil {
+			failed = append(failed, fmt.Errorf("%s: %w", img.ref, err))
+			continue
+		}
+		written = append(written, Written{Ref: img.ref, Path: path})
+	}
+	return written, errors.Join(failed...)
+}
+
+// rootfsLayer streams the root filesystem tarball src into a gzipped layer file gz with every
+// header normalized (names without "./", the epoch as every time, numeric owners only, PAX),
+// so that the same files give the same digest; it returns the layer and the entry names.
+// Nothing is held in memory but one header at a time.
+func rootfsLayer(src, gz string) (v1.Layer, []string, error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer in.Close()
+	out, err := os.Create(gz)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer out.Close()
+	bw := bufio.NewWriterSize(out, 1<<20)
+	zw, err := gzip.NewWriterLevel(bw, gzip.BestSpeed)
+	if err != nil {
+		return nil, nil, err
+	}
+	tr := tar.NewReader(bufio.NewReaderSize(in, 1<<20))
+	tw := tar.NewWriter(zw)
+	var names []string
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", src, err)
+		}
+		name := strings.TrimPrefix(strings.TrimPrefix(h.Name, "./"), "/")
+		if name == "" || name == "." {
+			continue
+		}
+		trimmed := strings.TrimSuffix(name, "/")
+		names = append(names, trimmed)
+		if h.Typeflag == tar.TypeLink {
+			h.Linkname = strings.TrimPrefix(strings.TrimPrefix(h.Linkname, "./"), "/")
+		}
+		nh := &tar.Header{
+			Typeflag: h.Typeflag, Name: name, Linkname: h.Linkname, Size: h.Size, Mode: h.Mode,
+			Uid: h.Uid, Gid: h.Gid, ModTime: epoch, Devmajor: h.Devmajor, Devminor: h.Devminor,
+			Format: tar.FormatPAX,
+		}
+		if h.Typeflag == tar.TypeDir && !strings.HasSuffix(nh.Name, "/") {
+			nh.Name += "/"
+		}
+		// File capabilities (e.g. ping's) travel as PAX security.capability records.
+		for k, v := range h.PAXRecords {
+			if strings.HasPrefix(k, "SCHILY.xattr.security.") {
+				if nh.PAXRecords == nil {
+					nh.PAXRecords = map[string]string{}
+				}
+				nh.PAXRecords[k] = v
+			}
+		}
+		if err := tw.WriteHeader(nh); err != nil {
+			return nil, nil, fmt.Errorf("%s: %s: %w", src, name, err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			if _, err := io.Copy(tw, tr); err != nil {
+				return nil, nil, fmt.Errorf("%s: %s: %w", src, name, err)
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, nil, err
+	}
+	if err := bw.Flush(); err != nil {
+		return nil, nil, err
+	}
+	if err := out.Close(); err != nil {
+		return nil, nil, err
+	}
+	l, err := tarball.LayerFromFile(gz)
+	return l, names, err
+}
