@@ -4,26 +4,30 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/minicluster/minicluster/internal/hostlist"
 )
 
 // The [bootstrap] keys flux-core accepts (flux-config-bootstrap(5)); it rejects any other.
+// This is the one list in the repository: use BootstrapKeys and HostKeys elsewhere.
 var (
 	bootstrapKeys = []string{"curve_cert", "default_port", "default_bind", "default_connect", "hosts", "enable_ipv6"}
 	hostKeys      = []string{"host", "bind", "connect", "parent"}
+	// stringKeys are the [bootstrap] keys whose values are strings.
+	stringKeys = []string{"curve_cert", "default_bind", "default_connect"}
 )
 
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
+// BootstrapKeys returns the keys flux-core accepts in broker.toml's [bootstrap] table, in the
+// order of flux-config-bootstrap(5).
+func BootstrapKeys() []string { return slices.Clone(bootstrapKeys) }
+
+// HostKeys returns the keys flux-core accepts in an entry of [bootstrap] hosts.
+func HostKeys() []string { return slices.Clone(hostKeys) }
 
 // parseBrokerTOML decodes broker.toml into a map, as flux-core reads it.
 func parseBrokerTOML(text string) (map[string]any, error) {
@@ -54,8 +58,8 @@ func tables(v any) ([]map[string]any, bool) {
 	return nil, false
 }
 
-// checkBootstrap applies flux-core's strict rules for [bootstrap]: known keys only, hosts an
-// array of tables each with a host string and only known keys.
+// checkBootstrap applies flux-core's strict rules for [bootstrap]: known keys only, each of
+// its type, and hosts an array of tables each with a host string and only known keys.
 func checkBootstrap(cfg map[string]any) error {
 	raw, ok := cfg["bootstrap"]
 	if !ok {
@@ -66,7 +70,7 @@ func checkBootstrap(cfg map[string]any) error {
 		return fmt.Errorf("bootstrap must be a table ([bootstrap]), not %T", raw)
 	}
 	for _, key := range sortedKeys(bs) {
-		if !contains(bootstrapKeys, key) {
+		if !slices.Contains(bootstrapKeys, key) {
 			return fmt.Errorf("[bootstrap] has key %q, which flux-core rejects: the allowed keys are %s", key, strings.Join(bootstrapKeys, ", "))
 		}
 	}
@@ -75,24 +79,28 @@ func checkBootstrap(cfg map[string]any) error {
 			return fmt.Errorf("[bootstrap] default_port = %#v must be an integer", port)
 		}
 	}
-	for _, key := range []string{"curve_cert", "default_bind", "default_connect"} {
+	for _, key := range stringKeys {
 		if v, ok := bs[key]; ok {
 			if _, isString := v.(string); !isString {
 				return fmt.Errorf("[bootstrap] %s = %v must be a string", key, v)
 			}
 		}
 	}
-	hostsRaw, ok := bs["hosts"]
-	if !ok {
-		return nil
+	if hosts, ok := bs["hosts"]; ok {
+		return checkHosts(hosts)
 	}
-	hosts, ok := tables(hostsRaw)
+	return nil
+}
+
+// checkHosts applies flux-core's rules to the value of [bootstrap] hosts.
+func checkHosts(raw any) error {
+	hosts, ok := tables(raw)
 	if !ok {
-		return fmt.Errorf("[bootstrap] hosts must be an array of tables like [{ host = \"name-[0-3]\" }], not %v", hostsRaw)
+		return fmt.Errorf("[bootstrap] hosts must be an array of tables like [{ host = \"name-[0-3]\" }], not %v", raw)
 	}
 	for i, h := range hosts {
 		for _, key := range sortedKeys(h) {
-			if !contains(hostKeys, key) {
+			if !slices.Contains(hostKeys, key) {
 				return fmt.Errorf("[bootstrap] hosts[%d] has key %q, which flux-core rejects: the allowed keys are %s", i, key, strings.Join(hostKeys, ", "))
 			}
 			if _, isString := h[key].(string); !isString {
@@ -100,47 +108,31 @@ func checkBootstrap(cfg map[string]any) error {
 			}
 		}
 		if _, ok := h["host"]; !ok {
-			return fmt.Errorf("[bootstrap] hosts[%d] has no host", i)
+			return fmt.Errorf("[bootstrap] hosts[%d] has no host; give each entry one: { host = \"name-[0-3]\" }", i)
 		}
 	}
 	return nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+	return slices.Sorted(maps.Keys(m))
 }
 
-// withComputed returns a copy of cfg whose [bootstrap] keys the post-renderer owns and
-// [resource] path are set from the MiniCluster; every other key and table is kept.
-func withComputed(cfg map[string]any, mc *miniCluster) map[string]any {
-	out := make(map[string]any, len(cfg)+2)
-	for k, v := range cfg {
-		out[k] = v
-	}
+// withComputed returns a copy of cfg with the given [bootstrap] keys and [resource] path set;
+// every other key and table is kept.
+func withComputed(cfg, bootstrap map[string]any, resourcePath string) map[string]any {
+	out := maps.Clone(cfg)
 	bs := map[string]any{}
 	if old, ok := cfg["bootstrap"].(map[string]any); ok {
-		for k, v := range old {
-			bs[k] = v
-		}
+		maps.Copy(bs, old)
 	}
-	bs["curve_cert"] = mc.params.CurveCert
-	bs["default_port"] = int64(mc.port)
-	bs["default_bind"] = "tcp://" + mc.params.Interface + ":%p"
-	bs["default_connect"] = mc.connectTemplate()
-	bs["hosts"] = []map[string]any{{"host": mc.hostList()}}
+	maps.Copy(bs, bootstrap)
 	out["bootstrap"] = bs
 	res := map[string]any{}
 	if old, ok := cfg["resource"].(map[string]any); ok {
-		for k, v := range old {
-			res[k] = v
-		}
+		maps.Copy(res, old)
 	}
-	res["path"] = mc.params.ResourcePath
+	res["path"] = resourcePath
 	out["resource"] = res
 	return out
 }
@@ -161,4 +153,56 @@ func encodeBrokerTOML(cfg map[string]any) (string, error) {
 		return "", err
 	}
 	return b.String(), nil
+}
+
+// checkCustom checks a user's broker.toml against the final objects: its hosts must be the
+// Job's pod hostnames in index order (rank i is pod i) and its port the brokers' port.
+func (mc *miniCluster) checkCustom(cfg map[string]any, port int) error {
+	bs, _ := cfg["bootstrap"].(map[string]any)
+	if bs == nil {
+		return fmt.Errorf("it has no [bootstrap] table; list the brokers: hosts = [{ host = %q }]", mc.hostList())
+	}
+	if p, ok := bs["default_port"].(int64); ok && p != int64(port) {
+		return fmt.Errorf("default_port = %d but the brokers listen on %d; set default_port = %d", p, port, port)
+	}
+	got, err := expandHosts(bs, mc.params.MaxSize)
+	if err != nil {
+		return fmt.Errorf("hosts: %w; the pods are %s", err, mc.hostList())
+	}
+	same := len(got) == mc.params.MaxSize
+	for i := 0; same && i < len(got); i++ {
+		same = got[i] == fmt.Sprintf("%s-%d", mc.job.name, i)
+	}
+	if !same {
+		return fmt.Errorf("hosts lists %s, but the brokers are the pods %s in this order (rank i is pod i); set hosts = [{ host = %q }]", describeHosts(got), mc.hostList(), mc.hostList())
+	}
+	return nil
+}
+
+// expandHosts lists the hosts of [bootstrap] hosts in rank order, stopping past limit+1.
+func expandHosts(bs map[string]any, limit int) ([]string, error) {
+	hosts, _ := tables(bs["hosts"])
+	var got []string
+	for _, h := range hosts {
+		list, _ := h["host"].(string)
+		expanded, err := hostlist.Expand(list, limit)
+		if err != nil {
+			return nil, err
+		}
+		got = append(got, expanded...)
+		if len(got) > limit {
+			break
+		}
+	}
+	return got, nil
+}
+
+func describeHosts(hosts []string) string {
+	switch {
+	case len(hosts) == 0:
+		return "no host"
+	case len(hosts) <= 4:
+		return strings.Join(hosts, ",")
+	}
+	return fmt.Sprintf("%d hosts (%s ... %s)", len(hosts), hosts[0], hosts[len(hosts)-1])
 }

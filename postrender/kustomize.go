@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
@@ -30,18 +31,9 @@ const (
 // applyOverlay runs the kustomization in dir over the manifests in, supplied as rendered.yaml
 // on an in-memory layer over dir, and returns the result as segments.
 func applyOverlay(dir, in string) ([]*segment, error) {
-	root, err := filepath.Abs(dir)
-	if err == nil {
-		root, err = filepath.EvalSymlinks(root)
-	}
-	if os.IsNotExist(err) {
-		return nil, fmt.Errorf("--kustomize %s: no such directory; give the directory holding kustomization.yaml", dir)
-	}
+	root, err := overlayRoot(dir)
 	if err != nil {
-		return nil, fmt.Errorf("--kustomize %s: %w", dir, err)
-	}
-	if st, err := os.Stat(root); err != nil || !st.IsDir() {
-		return nil, fmt.Errorf("--kustomize %s is not a directory; give the directory holding kustomization.yaml", dir)
+		return nil, err
 	}
 	kustFile, kust, err := readKustomization(root)
 	if err != nil {
@@ -50,10 +42,6 @@ func applyOverlay(dir, in string) ([]*segment, error) {
 	kustText, reorder, err := prepareKustomization(kust)
 	if err != nil {
 		return nil, fmt.Errorf("--kustomize %s: %s: %w", dir, filepath.Base(kustFile), err)
-	}
-	original, err := splitStream(in)
-	if err != nil {
-		return nil, err
 	}
 	fs := layeredFS{FileSystem: filesys.MakeFsOnDisk(), files: map[string][]byte{
 		filepath.Join(root, RenderedFile):        []byte(in),
@@ -74,10 +62,25 @@ func applyOverlay(dir, in string) ([]*segment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--kustomize %s: kustomize output: %w", dir, err)
 	}
-	if err := keepKeyObjects(objectsOf(original), objectsOf(segs)); err != nil {
-		return nil, err
-	}
 	return segs, nil
+}
+
+// overlayRoot resolves the --kustomize directory to an absolute path without symlinks.
+func overlayRoot(dir string) (string, error) {
+	root, err := filepath.Abs(dir)
+	if err == nil {
+		root, err = filepath.EvalSymlinks(root)
+	}
+	if os.IsNotExist(err) {
+		return "", fmt.Errorf("--kustomize %s: no such directory; give the directory holding kustomization.yaml", dir)
+	}
+	if err != nil {
+		return "", fmt.Errorf("--kustomize %s: %w", dir, err)
+	}
+	if st, err := os.Stat(root); err != nil || !st.IsDir() {
+		return "", fmt.Errorf("--kustomize %s is not a directory; give the directory holding kustomization.yaml", dir)
+	}
+	return root, nil
 }
 
 // readKustomization reads the kustomization file of root (any name kustomize accepts).
@@ -144,65 +147,94 @@ func keyObject(o *object) (string, bool) {
 	return o.kind + "/" + labels["app.kubernetes.io/instance"] + "/" + component, true
 }
 
-// keepKeyObjects undoes an overlay's renaming of the chart's key objects (and of the references
-// to them in Jobs and Roles): the keygen hook creates them under the chart's names, and Helm 3
-// does not post-render hooks. Moving them to another namespace cannot be undone: an error.
-func keepKeyObjects(before, after []*object) error {
-	orig := map[string]*object{}
-	for _, o := range before {
+// keyObjects indexes the chart's key objects by keyObject.
+func keyObjects(objs []*object) map[string]*object {
+	keys := map[string]*object{}
+	for _, o := range objs {
 		if id, ok := keyObject(o); ok {
-			orig[id] = o
+			keys[id] = o
 		}
 	}
-	renamed := map[string]string{} // "<kind>/<namespace>/<new name>" -> chart's name
-	for _, o := range after {
+	return keys
+}
+
+// keepKeyNames is the kio.Filter that undoes an overlay's renaming of the chart's key objects
+// (and of the references to them in Jobs and Roles): the keygen hook creates them under the
+// chart's names, and Helm 3 does not post-render hooks. Moving them to another namespace
+// cannot be undone: an error.
+type keepKeyNames struct {
+	chart map[string]*object // the key objects as Helm rendered them, by keyObject
+}
+
+var _ kio.Filter = keepKeyNames{}
+
+func (f keepKeyNames) Filter(nodes []*yaml.RNode) ([]*yaml.RNode, error) {
+	objs := objectsOf(nodes)
+	renamed, err := f.restoreNames(objs)
+	if err != nil {
+		return nil, err
+	}
+	if len(renamed) == 0 {
+		return nodes, nil
+	}
+	for _, o := range objs {
+		switch {
+		case o.is("batch/v1", "Job"):
+			restoreVolumes(o, renamed)
+		case o.is("rbac.authorization.k8s.io/v1", "Role"):
+			restoreResourceNames(o, renamed)
+		}
+	}
+	return nodes, nil
+}
+
+// restoreNames gives the key objects back the chart's names and returns the renames undone,
+// as "<kind>/<namespace>/<overlay's name>" -> chart's name.
+func (f keepKeyNames) restoreNames(objs []*object) (map[string]string, error) {
+	renamed := map[string]string{}
+	for _, o := range objs {
 		id, ok := keyObject(o)
-		if !ok || orig[id] == nil {
+		was := f.chart[id]
+		if !ok || was == nil {
 			continue
 		}
-		was := orig[id]
 		if o.namespace != was.namespace {
-			return fmt.Errorf("the overlay moves %s %s (the key the keygen hook makes) to namespace %q, where the hook, which Helm 3 does not post-render, cannot put it; install into that namespace with helm --namespace %s instead of moving it, or use curve.existingSecret", o.kind, ref(was), o.namespace, o.namespace)
+			return nil, fmt.Errorf("the overlay moves %s %s (the key the keygen hook makes) to namespace %q, where the hook, which Helm 3 does not post-render, cannot put it; install into that namespace with helm --namespace %s instead of moving it, or use curve.existingSecret", o.kind, ref(was), o.namespace, o.namespace)
 		}
 		if o.name == was.name {
 			continue
 		}
 		renamed[o.kind+"/"+o.namespace+"/"+o.name] = was.name
 		if _, err := setScalar(o.node, was.name, 0, "metadata", "name"); err != nil {
-			return err
+			return nil, fmt.Errorf("%s %s: restore the chart's name %s: %w", o.kind, ref(o), was.name, err)
 		}
-		o.seg.changed = true
 	}
-	if len(renamed) == 0 {
-		return nil
-	}
-	for _, o := range after {
-		switch {
-		case o.is("batch/v1", "Job"):
-			for _, v := range elements(o.node, "spec", "template", "spec", "volumes") {
-				for _, f := range [][]string{{"Secret", "secret", "secretName"}, {"ConfigMap", "configMap", "name"}} {
-					if was, ok := renamed[f[0]+"/"+o.namespace+"/"+scalar(v, f[1], f[2])]; ok {
-						if _, err := setScalar(v, was, 0, f[1], f[2]); err != nil {
-							return err
-						}
-						o.seg.changed = true
-					}
-				}
+	return renamed, nil
+}
+
+// restoreVolumes points the Job's Secret and ConfigMap volumes back at the renamed key objects.
+func restoreVolumes(job *object, renamed map[string]string) {
+	for _, v := range elements(job.node, "spec", "template", "spec", "volumes") {
+		for _, f := range [][]string{{"Secret", "secret", "secretName"}, {"ConfigMap", "configMap", "name"}} {
+			if was, ok := renamed[f[0]+"/"+job.namespace+"/"+scalar(v, f[1], f[2])]; ok {
+				n := lookup(v, f[1], f[2]).YNode()
+				n.Value, n.Tag = was, yaml.NodeTagString
 			}
-		case o.is("rbac.authorization.k8s.io/v1", "Role"):
-			for _, rule := range elements(o.node, "rules") {
-				for _, name := range elements(rule, "resourceNames") {
-					for _, kind := range []string{"Secret", "ConfigMap"} {
-						if was, ok := renamed[kind+"/"+o.namespace+"/"+name.YNode().Value]; ok {
-							name.YNode().Value = was
-							o.seg.changed = true
-						}
-					}
+		}
+	}
+}
+
+// restoreResourceNames points the Role's rules back at the renamed key objects.
+func restoreResourceNames(role *object, renamed map[string]string) {
+	for _, rule := range elements(role.node, "rules") {
+		for _, name := range elements(rule, "resourceNames") {
+			for _, kind := range []string{"Secret", "ConfigMap"} {
+				if was, ok := renamed[kind+"/"+role.namespace+"/"+name.YNode().Value]; ok {
+					name.YNode().Value = was
 				}
 			}
 		}
 	}
-	return nil
 }
 
 // layeredFS is the disk with a few files replaced or added in memory.

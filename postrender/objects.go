@@ -6,25 +6,23 @@ import (
 
 // object is a Kubernetes object of the stream with the fields the post-renderer matches on.
 type object struct {
-	seg                               *segment
 	node                              *yaml.RNode
 	apiVersion, kind, name, namespace string
 }
 
-// objectsOf lists the mapping documents of the stream as objects, in stream order.
-func objectsOf(segs []*segment) []*object {
+// objectsOf lists the mapping documents among nodes as objects, in order.
+func objectsOf(nodes []*yaml.RNode) []*object {
 	var objs []*object
-	for _, s := range segs {
-		if s.node == nil || s.node.YNode().Kind != yaml.MappingNode {
+	for _, n := range nodes {
+		if n == nil || n.YNode().Kind != yaml.MappingNode {
 			continue
 		}
 		objs = append(objs, &object{
-			seg:        s,
-			node:       s.node,
-			apiVersion: scalar(s.node, "apiVersion"),
-			kind:       scalar(s.node, "kind"),
-			name:       scalar(s.node, "metadata", "name"),
-			namespace:  scalar(s.node, "metadata", "namespace"),
+			node:       n,
+			apiVersion: scalar(n, "apiVersion"),
+			kind:       scalar(n, "kind"),
+			name:       scalar(n, "metadata", "name"),
+			namespace:  scalar(n, "metadata", "namespace"),
 		})
 	}
 	return objs

@@ -4,13 +4,18 @@
 // and size are recomputed from the final Job, Service and namespace, and a MiniCluster that
 // cannot work (wrong Service, selector, subdomain, sizes, names, broker.toml keys) is an error.
 //
-// Documents it does not change are written back byte for byte, in their input order, so an
+// The work is a pipeline in the manner of kustomize's kio: the stream is read into documents,
+// small filters (kio.Filter) check and edit them in place, and the stream is written back.
+// Documents no filter changed are written byte for byte, in their input order, so an
 // unmodified render passes through unchanged and running it twice changes nothing.
 package postrender
 
 import (
 	"bytes"
 	"errors"
+	"fmt"
+
+	"sigs.k8s.io/kustomize/kyaml/kio"
 )
 
 // Options says what to do besides the MiniCluster checks.
@@ -30,15 +35,19 @@ func Render(in []byte, opts Options) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if documents(segs) == 0 {
+	if len(nodes(segs)) == 0 {
 		return nil, ErrEmpty
 	}
+	var filters []kio.Filter
 	if opts.KustomizeDir != "" {
+		keep := keepKeyNames{chart: keyObjects(objectsOf(nodes(segs)))}
 		if segs, err = applyOverlay(opts.KustomizeDir, string(in)); err != nil {
 			return nil, err
 		}
+		filters = append(filters, keep)
 	}
-	if err := fixMiniClusters(segs); err != nil {
+	filters = append(filters, miniClusters{steps: miniClusterSteps}, claimedJobs{})
+	if err := runFilters(segs, filters); err != nil {
 		return nil, err
 	}
 	out, err := joinStream(segs)
@@ -46,6 +55,24 @@ func Render(in []byte, opts Options) ([]byte, error) {
 		return nil, err
 	}
 	return []byte(out), nil
+}
+
+// runFilters runs the filters in order over the stream's documents. They edit documents in
+// place, as kustomize's field filters do: the stream keeps its order, separators and
+// comment-only pieces, and a filter must not add or drop a document.
+func runFilters(segs []*segment, filters []kio.Filter) error {
+	docs := nodes(segs)
+	for _, f := range filters {
+		out, err := f.Filter(docs)
+		if err != nil {
+			return err
+		}
+		if len(out) != len(docs) {
+			return fmt.Errorf("internal error: filter %T returned %d documents for %d", f, len(out), len(docs))
+		}
+		docs = out
+	}
+	return nil
 }
 
 // PostRenderer runs Render for Helm's SDK: it implements the PostRenderer interface of

@@ -10,14 +10,38 @@ import (
 )
 
 // segment is one piece of a YAML stream: the separator line that opens it ("---\n"; empty for
-// the text before the first separator) and the raw text up to the next separator. Untouched
-// segments are written back byte for byte, so that an unmodified render leaves the post-renderer
-// unchanged; only documents the post-renderer edits are serialized again.
+// the text before the first separator) and the raw text up to the next separator. A segment
+// whose document the filters left as parsed is written back byte for byte, so that an
+// unmodified render leaves the post-renderer unchanged; only edited documents are serialized.
 type segment struct {
-	sep     string
-	raw     string
-	node    *yaml.RNode // nil when the text holds no YAML document (only comments or blanks)
-	changed bool        // node was edited: write node, not raw
+	sep  string
+	raw  string
+	node *yaml.RNode // nil when the text holds no YAML document (only comments or blanks)
+	orig *yaml.Node  // a copy of node as parsed, to tell whether a filter edited it
+}
+
+// edited reports whether the filters changed the segment's document.
+func (s *segment) edited() bool {
+	return s.node != nil && !sameNode(s.orig, s.node.YNode())
+}
+
+// sameNode compares two YAML trees by what serializing them writes. Aliases compare by name
+// (an alias may point at its own ancestor).
+func sameNode(a, b *yaml.Node) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	if a.Kind != b.Kind || a.Style != b.Style || a.Tag != b.Tag || a.Value != b.Value ||
+		a.Anchor != b.Anchor || a.HeadComment != b.HeadComment || a.LineComment != b.LineComment ||
+		a.FootComment != b.FootComment || len(a.Content) != len(b.Content) {
+		return false
+	}
+	for i := range a.Content {
+		if !sameNode(a.Content[i], b.Content[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // isSeparator reports whether line (with its newline) is a document separator: "---" alone or
@@ -69,6 +93,9 @@ func splitStream(in string) ([]*segment, error) {
 			return nil, fmt.Errorf("manifest %d is not valid YAML: %w", i, err)
 		}
 		s.node = node
+		if node != nil {
+			s.orig = yaml.CopyYNode(node.YNode())
+		}
 	}
 	return segs, nil
 }
@@ -99,12 +126,23 @@ func parseDocument(text string) (*yaml.RNode, error) {
 	return yaml.NewRNode(&doc), nil
 }
 
+// nodes lists the documents of the stream, in order: what the filters work on.
+func nodes(segs []*segment) []*yaml.RNode {
+	var out []*yaml.RNode
+	for _, s := range segs {
+		if s.node != nil {
+			out = append(out, s.node)
+		}
+	}
+	return out
+}
+
 // joinStream writes the segments back: raw text for untouched ones, the edited node otherwise.
 func joinStream(segs []*segment) (string, error) {
 	var b strings.Builder
 	for _, s := range segs {
 		b.WriteString(s.sep)
-		if !s.changed {
+		if !s.edited() {
 			b.WriteString(s.raw)
 			continue
 		}
@@ -115,15 +153,4 @@ func joinStream(segs []*segment) (string, error) {
 		b.WriteString(text)
 	}
 	return b.String(), nil
-}
-
-// documents counts the segments that hold a YAML document.
-func documents(segs []*segment) int {
-	n := 0
-	for _, s := range segs {
-		if s.node != nil {
-			n++
-		}
-	}
-	return n
 }
