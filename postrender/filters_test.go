@@ -138,7 +138,9 @@ func TestResolve(t *testing.T) {
 // TestChecks runs each check step alone on a resolved MiniCluster: it fails with the message,
 // or passes and edits nothing.
 func TestChecks(t *testing.T) {
-	job := func(oldNew ...string) string { return stream(brokerConfigYAML, serviceYAML, edited(t, jobYAML, oldNew...)) }
+	job := func(oldNew ...string) string {
+		return stream(brokerConfigYAML, serviceYAML, edited(t, jobYAML, oldNew...))
+	}
 	service := func(oldNew ...string) string {
 		return stream(brokerConfigYAML, edited(t, serviceYAML, oldNew...), jobYAML)
 	}
@@ -197,6 +199,154 @@ func TestChecks(t *testing.T) {
 			out, err := joinStream(segs)
 			require.NoError(t, err)
 			assert.Equal(t, c.input, out, "a check edits nothing")
+		})
+	}
+}
+
+// TestEdits runs each edit of the broker ConfigMap alone and compares the ConfigMap it writes;
+// want "" means the ConfigMap keeps its bytes.
+func TestEdits(t *testing.T) {
+	resized := edited(t, jobYAML, "completions: 2", "completions: 1", "parallelism: 2", "parallelism: 1")
+	renamed := edited(t, jobYAML, "name: m,", "name: team-m,")
+	custom := edited(t, brokerConfigYAML, `"custom":false`, `"custom":true`)
+	cases := []struct {
+		name          string
+		step          step
+		input         string
+		want, wantErr string
+	}{
+		{name: "broker.toml: as rendered", step: brokerTOML{}, input: stream(brokerConfigYAML, serviceYAML, jobYAML)},
+		{name: "broker.toml: resized", step: brokerTOML{}, input: stream(brokerConfigYAML, serviceYAML, resized)},
+		{name: "broker.toml: enable_ipv6 kept", step: brokerTOML{}, input: stream(edited(t, brokerConfigYAML, "    hosts = [", "    enable_ipv6 = true\n    hosts = ["), serviceYAML, jobYAML)},
+		{name: "broker.toml: Job renamed", step: brokerTOML{}, input: stream(brokerConfigYAML, serviceYAML, renamed),
+			want: edited(t, brokerConfigYAML, `    default_port = 8050
+    default_bind = "tcp://eth0:%p"
+    default_connect = "tcp://%h.m.ns.svc.cluster.local:%p"
+    hosts = [{ host = "m-[0-2]" }]
+`, `    default_bind = "tcp://eth0:%p"
+    default_connect = "tcp://%h.m.ns.svc.cluster.local:%p"
+    default_port = 8050
+
+    [[bootstrap.hosts]]
+    host = "team-m-[0-2]"
+`)},
+		{name: "broker.toml: custom is not rewritten", step: brokerTOML{}, input: stream(custom, serviceYAML, edited(t, jobYAML, "containerPort: 8050", "containerPort: 9000")),
+			wantErr: "broker ConfigMap ns/m-broker data broker.toml (your flux.brokerConfig): default_port = 8050 but the brokers listen on 9000; set default_port = 9000"},
+		{name: "broker.toml: custom with a host list of its own", step: brokerTOML{}, input: stream(edited(t, custom, `[{ host = "m-[0-2]" }]`, `[{ host = "m-0" }, { host = "m-[1-2]" }]`), serviceYAML, jobYAML)},
+		{name: "broker.toml: missing", step: brokerTOML{}, input: stream(edited(t, brokerConfigYAML, "  broker.toml: |", "  other: |"), serviceYAML, jobYAML),
+			wantErr: "broker ConfigMap ns/m-broker has no data broker.toml"},
+		{name: "broker.toml: unknown key", step: brokerTOML{}, input: stream(edited(t, brokerConfigYAML, "    hosts = [", "    rank = 0\n    hosts = ["), serviceYAML, jobYAML),
+			wantErr: `broker ConfigMap ns/m-broker data broker.toml: [bootstrap] has key "rank", which flux-core rejects: the allowed keys are ` + strings.Join(bootstrapKeys, ", ")},
+		{name: "broker.toml: host entry key", step: brokerTOML{}, input: stream(edited(t, brokerConfigYAML, `{ host = "m-[0-2]" }`, `{ host = "m-[0-2]", rank = "0" }`), serviceYAML, jobYAML),
+			wantErr: `[bootstrap] hosts[0] has key "rank", which flux-core rejects: the allowed keys are ` + strings.Join(hostKeys, ", ")},
+
+		{name: "hosts and size: as rendered", step: hostsAndSize{}, input: stream(brokerConfigYAML, serviceYAML, jobYAML)},
+		{name: "hosts and size: resized", step: hostsAndSize{}, input: stream(brokerConfigYAML, serviceYAML, resized),
+			want: edited(t, brokerConfigYAML, `size: "2"`, `size: "1"`)},
+		{name: "hosts and size: Job renamed", step: hostsAndSize{}, input: stream(brokerConfigYAML, serviceYAML, renamed),
+			want: edited(t, brokerConfigYAML, `hosts: "m-[0-2]"`, `hosts: "team-m-[0-2]"`)},
+
+		{name: "parameters: as rendered", step: parametersOut{}, input: stream(brokerConfigYAML, serviceYAML, jobYAML)},
+		{name: "parameters: Job renamed", step: parametersOut{}, input: stream(brokerConfigYAML, serviceYAML, renamed),
+			want: edited(t, brokerConfigYAML, `{"job":"m"`, `{"job":"team-m"`)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			mc, segs, err := resolved(t, c.input)
+			require.NoError(t, err)
+			err = c.step.apply(mc)
+			if c.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), c.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			out, err := joinStream(segs)
+			require.NoError(t, err)
+			if c.want == "" {
+				assert.Equal(t, c.input, out, "nothing to change: the input's bytes")
+				return
+			}
+			assert.Equal(t, c.want, mc.config.node.MustString())
+		})
+	}
+}
+
+func TestClaimedJobs(t *testing.T) {
+	cases := []struct{ name, input, wantErr string }{
+		{"claimed", stream(brokerConfigYAML, serviceYAML, jobYAML), ""},
+		{"not made by the chart", stream(serviceYAML, edited(t, jobYAML, `annotations: {minicluster.dev/max-size: "3"}`, "annotations: {}")), ""},
+		{"broker ConfigMap missing", stream(serviceYAML, jobYAML),
+			`the Job ns/m is a MiniCluster (annotation minicluster.dev/max-size) but its broker ConfigMap is missing: its volume broker-config names ConfigMap "m-broker", which is not among the manifests`},
+		{"in another namespace", stream(edited(t, brokerConfigYAML, "namespace: ns", "namespace: other"), serviceYAML, jobYAML),
+			"the Job ns/m is a MiniCluster"},
+		{"no volume", stream(brokerConfigYAML, edited(t, jobYAML, "configMap: {name: m-broker}", "emptyDir: {}")),
+			"but its broker ConfigMap is missing: no ConfigMap volume"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			segs, err := splitStream(c.input)
+			require.NoError(t, err)
+			_, err = claimedJobs{}.Filter(nodes(segs))
+			if c.wantErr == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), c.wantErr)
+		})
+	}
+}
+
+// TestKeepKeyNames: the chart's key objects keep their names (and the references to them)
+// whatever an overlay renamed; a move to another namespace is an error.
+func TestKeepKeyNames(t *testing.T) {
+	const secret = `apiVersion: v1
+kind: Secret
+metadata:
+  name: m-curve
+  namespace: ns
+  labels: {app.kubernetes.io/name: minicluster, app.kubernetes.io/instance: m, app.kubernetes.io/component: curve}
+`
+	const job = `apiVersion: batch/v1
+kind: Job
+metadata: {name: m, namespace: ns}
+spec:
+  template:
+    spec:
+      volumes:
+      - {name: curve, secret: {secretName: m-curve}}
+`
+	const role = `apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: m-keygen, namespace: ns}
+rules:
+- {resources: [secrets], resourceNames: [m-curve]}
+`
+	rename := func(doc string) string { return strings.ReplaceAll(doc, "m-curve", "team-m-curve") }
+	cases := []struct{ name, input, want, wantErr string }{
+		{name: "not renamed", input: stream(secret, job, role), want: stream(secret, job, role)},
+		{name: "renamed back", input: stream(rename(secret), rename(job), rename(role)), want: stream(secret, job, role)},
+		{name: "moved", input: stream(strings.ReplaceAll(secret, "namespace: ns", "namespace: hpc")),
+			wantErr: `the overlay moves Secret ns/m-curve (the key the keygen hook makes) to namespace "hpc"`},
+	}
+	chart, err := splitStream(secret)
+	require.NoError(t, err)
+	f := keepKeyNames{chart: keyObjects(objectsOf(nodes(chart)))}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			segs, err := splitStream(c.input)
+			require.NoError(t, err)
+			_, err = f.Filter(nodes(segs))
+			if c.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), c.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			out, err := joinStream(segs)
+			require.NoError(t, err)
+			assert.Equal(t, c.want, out)
 		})
 	}
 }
