@@ -138,7 +138,7 @@ func (mc *miniCluster) brokerPort() (brokerPort, error) {
 			from := fmt.Sprintf("Job %s container %s port broker", ref(mc.job), scalar(c, "name"))
 			n, err := strconv.Atoi(scalar(port, "containerPort"))
 			if err != nil {
-				return bp, fmt.Errorf("%s has containerPort %q, not a number; set it to the brokers' port (8050 by convention)", from, scalar(port, "containerPort"))
+				return bp, fmt.Errorf("the %s has containerPort %q, not a number; set it to the brokers' port (8050 by convention)", from, scalar(port, "containerPort"))
 			}
 			bp = brokerPort{n: n, from: from, named: true}
 		}
