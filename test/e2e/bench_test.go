@@ -15,13 +15,16 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// The timings of issue 6, run by `make bench-e2e` (each iteration in a new namespace):
-//   - BenchmarkFloor: a bare indexed Job of 6 busybox pods and a headless Service, from create
-//     to every pod resolving every pod's FQDN (the floor any MiniCluster sits on);
-//   - BenchmarkMiniCluster: helm install of 6 brokers (keygen hook included) to rank 0 counting
-//     all 6 online, and from helm's return (the Job exists) to the same point; helm upgrade
-//     6 -> 8 to rank 0 counting 8; helm uninstall to nothing left.
-// Times come from the container runtime's log timestamps, not from polling.
+// The timings `make bench-e2e` reports, each iteration in a new namespace, with real Flux:
+//   - BenchmarkFloor: a bare indexed Job of 6 busybox pods and its headless Service
+//     (publishNotReadyAddresses), from create until every pod runs and the Service's
+//     EndpointSlices list every pod: what any MiniCluster sits on;
+//   - BenchmarkMiniCluster (Helm 4, or the helm CLI BENCH_HELM names), at size 6:
+//     ephemeral install of `flux run -N 6 hostname` to the lead pod Succeeded; interactive
+//     install to Flux counting 6 brokers online (the lead's "quorum-full" line); helm upgrade
+//     2 -> 4 to both new brokers online (their "rc1-success" line: they joined broker.online);
+//     helm uninstall of the running instance to nothing left.
+// Log times are the container runtime's timestamps, pod phases come from a watch.
 
 const benchSize = 6
 
@@ -31,82 +34,127 @@ func BenchmarkFloor(b *testing.B) {
 		ns := newNamespace(b, "floor")
 		start := time.Now()
 		createFloor(b, ns, "floor", benchSize)
-		var last time.Time
-		eventually(b, 3*time.Minute, "every floor pod resolves every FQDN", func() (bool, string) {
-			pods, _, err := podsByIndex(ns, "job-name=floor")
-			if err != nil {
-				return false, err.Error()
-			}
-			last = time.Time{}
-			for i := range benchSize {
-				p, ok := pods[i]
-				if !ok {
-					return false, fmt.Sprintf("no pod %d yet", i)
-				}
-				at, ok := logTime(ns, p.Name, "floor", "resolved")
-				if !ok {
-					return false, fmt.Sprintf("pod %d has not resolved every name", i)
-				}
-				last = maxTime(last, at)
-			}
-			return true, ""
+		eventuallyFast(b, 3*time.Minute, "every floor pod running and listed by the Service", func() (bool, string) {
+			return floorReady(ns, "floor", benchSize)
 		})
-		total += last.Sub(start)
+		total += time.Since(start)
 	}
-	report(b, "s/all-resolvable", total)
+	report(b, "s/floor", total)
+}
+
+// floorReady: size pods Running, and the Service's EndpointSlices list size addresses.
+func floorReady(ns, name string, size int) (bool, string) {
+	ctx := context.Background()
+	pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + name})
+	if err != nil {
+		return false, err.Error()
+	}
+	running := 0
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodRunning {
+			running++
+		}
+	}
+	slices, err := kube.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=" + name})
+	if err != nil {
+		return false, err.Error()
+	}
+	listed := 0
+	for _, s := range slices.Items {
+		for _, e := range s.Endpoints {
+			if len(e.Addresses) > 0 {
+				listed++
+			}
+		}
+	}
+	return running == size && listed == size, fmt.Sprintf("%d running, %d listed", running, listed)
 }
 
 func BenchmarkMiniCluster(b *testing.B) {
-	// Helm 4 unless BENCH_HELM names another helm CLI.
 	benchHelm := envOr("BENCH_HELM", helm4)
-	var install, helmInstall, afterHelm, resize, uninstall time.Duration
+	var ephemeral, interactive, helmReturned, resize, uninstall, floor time.Duration
 	for b.Loop() {
-		ns := newNamespace(b, "bench")
-		r := newRelease(b, ns, "flux-sample", benchHelm)
+		// The floor in the same run, next to what sits on it.
+		ns := newNamespace(b, "floor")
 		start := time.Now()
-		r.install("--set", fmt.Sprintf("size=%d,interactive=true", benchSize))
-		returned := time.Now()
-		helmInstall += returned.Sub(start)
-		pods := waitConnected(b, ns, r.name, benchSize, wiringTimeout)
-		at, ok := logTime(ns, pods[0].Name, "flux", fmt.Sprintf("%d of 16 brokers online", benchSize))
-		if !ok {
-			b.Fatal("rank 0 logged no line with all brokers online")
-		}
-		install += at.Sub(start)
-		afterHelm += at.Sub(returned)
+		createFloor(b, ns, "floor", benchSize)
+		eventuallyFast(b, 3*time.Minute, "floor", func() (bool, string) { return floorReady(ns, "floor", benchSize) })
+		floor += time.Since(start)
 
+		ns = newNamespace(b, "bench-eph")
+		r := newRelease(b, ns, "flux-sample", benchHelm)
 		start = time.Now()
-		if _, err := r.upgrade("--set", "size=8"); err != nil {
+		r.install("--set", fmt.Sprintf("size=%d", benchSize), "--set-string", fmt.Sprintf("command=flux run -N %d hostname", benchSize))
+		helmReturned += time.Since(start)
+		eventuallyFast(b, 3*time.Minute, "lead Succeeded", func() (bool, string) {
+			pods, _, err := brokerPods(ns, r.name)
+			if err != nil {
+				return false, err.Error()
+			}
+			return pods[0].Status.Phase == corev1.PodSucceeded, "lead " + string(pods[0].Status.Phase)
+		})
+		ephemeral += time.Since(start)
+
+		ns = newNamespace(b, "bench")
+		r = newRelease(b, ns, "flux-sample", benchHelm)
+		start = time.Now()
+		r.install("--set", fmt.Sprintf("size=%d,interactive=true", benchSize))
+		pods := waitFluxUp(b, ns, r.name, benchSize, 16, wiringTimeout)
+		interactive += logTimeOf(b, ns, pods[0].Name, "quorum-full: quorum->run").Sub(start)
+		r.uninstall()
+		waitNothingLeft(b, ns, r.name, 2*time.Minute)
+
+		r.install("--set", "size=2,interactive=true")
+		waitFluxUp(b, ns, r.name, 2, 16, wiringTimeout)
+		start = time.Now()
+		if _, err := r.upgrade("--set", "size=4"); err != nil {
 			b.Fatal(err)
 		}
-		pods = waitConnected(b, ns, r.name, 8, wiringTimeout)
-		if at, ok = logTime(ns, pods[0].Name, "flux", "8 of 16 brokers online"); !ok {
-			b.Fatal("rank 0 logged no line with 8 brokers online")
-		}
-		resize += at.Sub(start)
+		pods = waitFluxUp(b, ns, r.name, 4, 16, wiringTimeout)
+		last := maxTime(logTimeOf(b, ns, pods[2].Name, "rc1-success: init->quorum"), logTimeOf(b, ns, pods[3].Name, "rc1-success: init->quorum"))
+		resize += last.Sub(start)
 
 		start = time.Now()
 		r.uninstall()
-		for {
+		eventuallyFast(b, 2*time.Minute, "nothing left", func() (bool, string) {
 			left, err := leftovers(ns, r.name)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if len(left) == 0 {
-				break
-			}
-			if time.Since(start) > 2*time.Minute {
-				b.Fatalf("uninstall left %v", left)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return err == nil && len(left) == 0, fmt.Sprintf("%v %v", left, err)
+		})
 		uninstall += time.Since(start)
 	}
-	report(b, "s/install-to-all-connected", install)
-	report(b, "s/helm-install-returned", helmInstall)
-	report(b, "s/helm-returned-to-all-connected", afterHelm)
-	report(b, "s/resize-6-to-8-connected", resize)
-	report(b, "s/uninstall-to-nothing-left", uninstall)
+	report(b, "s/floor", floor)
+	report(b, "s/ephemeral-install-to-lead-succeeded", ephemeral)
+	report(b, "s/helm-install-returned", helmReturned)
+	report(b, "s/interactive-install-to-all-up", interactive)
+	report(b, "s/resize-2-to-4-up", resize)
+	report(b, "s/uninstall-running-to-nothing-left", uninstall)
+}
+
+// eventuallyFast polls every 20 ms: for timings.
+func eventuallyFast(b testing.TB, within time.Duration, what string, cond func() (bool, string)) {
+	b.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%s: not within %v: %s", what, within, why)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// logTimeOf is the runtime's timestamp of the first line of the flux container's log that has s.
+func logTimeOf(b testing.TB, ns, pod, s string) time.Time {
+	b.Helper()
+	at, ok := logTime(ns, pod, "flux", s)
+	if !ok {
+		log, _ := podLogs(ns, pod, "flux", 0)
+		b.Fatalf("pod %s logged no line with %q:\n%s", pod, s, log)
+	}
+	return at
 }
 
 func report(b *testing.B, unit string, total time.Duration) {
@@ -136,23 +184,7 @@ func logTime(ns, pod, container, s string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-func podsByIndex(ns, selector string) (map[int]corev1.Pod, int, error) {
-	list, err := kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: selector})
-	if err != nil {
-		return nil, 0, err
-	}
-	pods := map[int]corev1.Pod{}
-	for _, p := range list.Items {
-		var i int
-		if _, err := fmt.Sscan(p.Labels[indexLabel], &i); err == nil {
-			pods[i] = p
-		}
-	}
-	return pods, len(list.Items), nil
-}
-
-// createFloor creates a headless Service and an indexed Job whose pods loop until every pod's
-// FQDN resolves, then log "resolved" and wait.
+// createFloor creates a headless Service and an indexed Job of pods that only wait.
 func createFloor(b *testing.B, ns, name string, size int) {
 	ctx := context.Background()
 	svc := &corev1.Service{
@@ -163,10 +195,6 @@ func createFloor(b *testing.B, ns, name string, size int) {
 	if _, err := kube.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
-	script := fmt.Sprintf(`while :; do ok=1; i=0
-  while [ $i -lt %d ]; do nslookup %s-$i.%s.$NS.svc.cluster.local >/dev/null 2>&1 || ok=0; i=$((i+1)); done
-  [ $ok = 1 ] && break; sleep 0.1; done
-echo resolved; exec sleep 3600`, size, name, name)
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: batchv1.JobSpec{
@@ -179,8 +207,7 @@ echo resolved; exec sleep 3600`, size, name, name)
 				TerminationGracePeriodSeconds: ptr.To(int64(1)),
 				Containers: []corev1.Container{{
 					Name: "floor", Image: "localhost/minicluster/busybox:test", ImagePullPolicy: corev1.PullIfNotPresent,
-					Command: []string{"/bin/sh", "-c", script},
-					Env:     []corev1.EnvVar{{Name: "NS", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}},
+					Command: []string{"/bin/sleep", "3600"},
 				}},
 			}},
 		},

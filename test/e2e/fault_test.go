@@ -10,41 +10,170 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// A deleted worker pod comes back with the same hostname and reconnects; so do the brokers
-// below it in the tree (rank 1's children are 3 and 4).
+// A deleted worker pod comes back with the same hostname and rejoins: Flux shows all 6 up again.
 func TestWorkerPodDeleted(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t, "fault-pod")
+	ns := newNamespace(t, "fault-worker")
 	r := newRelease(t, ns, "flux-sample", helm3)
 	r.install("--set", "size=6,interactive=true")
-	pods := waitConnected(t, ns, r.name, 6, wiringTimeout)
+	pods := waitFluxUp(t, ns, r.name, 6, 16, wiringTimeout)
 	old := pods[1]
-	if err := kube.CoreV1().Pods(ns).Delete(context.Background(), old.Name, metav1.DeleteOptions{}); err != nil {
+	deletePod(t, ns, old)
+	waitReplaced(t, ns, r.name, 1, old)
+	pods = waitFluxUp(t, ns, r.name, 6, 16, wiringTimeout)
+	checkFluxRun(t, ns, r.name, pods)
+	checkJobRunning(t, r)
+}
+
+// A deleted lead of an interactive MiniCluster: a new lead comes up, every worker rejoins it,
+// and the Job neither completes nor fails.
+func TestLeadPodDeletedInteractive(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t, "fault-lead")
+	r := newRelease(t, ns, "flux-sample", helm4)
+	r.install("--set", "size=4,interactive=true")
+	pods := waitFluxUp(t, ns, r.name, 4, 16, wiringTimeout)
+	old := pods[0]
+	deletePod(t, ns, old)
+	waitReplaced(t, ns, r.name, 0, old)
+	pods = waitFluxUp(t, ns, r.name, 4, 16, wiringTimeout)
+	checkFluxRun(t, ns, r.name, pods)
+	checkJobRunning(t, r)
+	for i := 1; i < 4; i++ {
+		log, _ := podLogs(ns, pods[i].Name, "flux", 0)
+		if !strings.Contains(log, "starting the broker again to rejoin the lead") {
+			t.Errorf("worker %d did not log that it rejoined:\n%s", i, log)
+		}
+	}
+}
+
+// A deleted lead of an ephemeral MiniCluster never counts as success: a new lead runs the
+// command again with every worker, and only then does the Job complete.
+func TestLeadPodDeletedEphemeral(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t, "fault-lead-eph")
+	r := newRelease(t, ns, "flux-sample", helm3)
+	r.install("--set", "size=3", "--set-string", "command=flux run -N 3 hostname && echo first-run-done-$(flux getattr broker.starttime) && sleep 30")
+	pods := waitFluxUp(t, ns, r.name, 3, 16, wiringTimeout)
+	old := pods[0]
+	deletePod(t, ns, old)
+	waitReplaced(t, ns, r.name, 0, old)
+	checkJobRunning(t, r)
+	waitJobComplete(t, r, 3*time.Minute)
+	job, err := kube.BatchV1().Jobs(ns).Get(context.Background(), r.name, metav1.GetOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 2*time.Minute, "a new pod with index 1", func() (bool, string) {
-		pods, _, err := brokerPods(ns, r.name)
+	if job.Status.Failed < 1 {
+		t.Errorf("Job status failed=%d: the deleted lead was not counted as a failure", job.Status.Failed)
+	}
+	checkLeadPrintedHostnames(t, r, 3)
+}
+
+// A broker that can never start (here: an invalid certificate the user brought) fails the Job
+// at once with the reason, instead of retrying forever.
+func TestInvalidCertificateFailsTheJob(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t, "fault-badcert")
+	if _, err := kube.CoreV1().Secrets(ns).Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "my-cert"}, Data: map[string][]byte{"curve.cert": []byte("not a certificate\n")},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := newRelease(t, ns, "flux-sample", helm4)
+	r.install("--set", "size=3,interactive=true,curve.existingSecret=my-cert")
+	checkJobFailed(t, r, "exit code 78", "curve.cert is not a valid certificate")
+	r.uninstall()
+	waitNothingLeft(t, ns, r.name, time.Minute)
+}
+
+// A broker option Flux refuses makes every broker fail at start: the Job fails at once, and
+// the pod's status carries Flux's message.
+func TestBrokerThatCannotStartFailsTheJob(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t, "fault-badopt")
+	r := newRelease(t, ns, "flux-sample", helm3)
+	r.install("--set", "size=3,interactive=true", "--set-json", `flux.brokerOptions=["-Sbroker.no-such-attribute=1"]`)
+	checkJobFailed(t, r, "exit code 78", "flux broker failed 3 times in a row")
+	r.uninstall()
+	waitNothingLeft(t, ns, r.name, time.Minute)
+}
+
+func deletePod(t *testing.T, ns string, p corev1.Pod) {
+	t.Helper()
+	if err := kube.CoreV1().Pods(ns).Delete(context.Background(), p.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitReplaced waits for a new pod of the index.
+func waitReplaced(t *testing.T, ns, release string, index int, old corev1.Pod) {
+	t.Helper()
+	eventually(t, 2*time.Minute, fmt.Sprintf("a new pod with index %d", index), func() (bool, string) {
+		pods, _, err := brokerPods(ns, release)
 		if err != nil {
 			return false, err.Error()
 		}
-		p, ok := pods[1]
+		p, ok := pods[index]
 		return ok && p.UID != old.UID, "only the deleted pod " + old.Name
 	})
-	pods = waitConnected(t, ns, r.name, 6, wiringTimeout)
-	host, stderr, err := execIn(ns, pods[1].Name, "flux", "hostname")
-	if err != nil || strings.TrimSpace(host) != r.name+"-1" {
-		t.Errorf("the new pod %s has hostname %q (%v %s), want %s-1", pods[1].Name, host, err, stderr, r.name)
+}
+
+// checkJobRunning: the MiniCluster's Job has neither completed nor failed.
+func checkJobRunning(t *testing.T, r *release) {
+	t.Helper()
+	job, err := kube.BatchV1().Jobs(r.ns).Get(context.Background(), r.name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, child := range []int{3, 4} {
-		eventually(t, time.Minute, "rank reconnected", func() (bool, string) {
-			log, err := podLogs(ns, pods[child].Name, "flux", 0)
-			n := strings.Count(log, connectedLine(child))
-			return err == nil && n >= 2, fmt.Sprintf("rank %d logged %d connections to its parent, want 2", child, n)
-		})
+	for _, c := range job.Status.Conditions {
+		if c.Status == corev1.ConditionTrue && (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed || c.Type == batchv1.JobSuccessCriteriaMet) {
+			t.Errorf("Job %s is %s (%s: %s), want it running", r.name, c.Type, c.Reason, c.Message)
+		}
 	}
+}
+
+// checkJobFailed waits for the Job to fail by its pod failure policy, with a message that has
+// jobWant, and a failed pod whose termination message has podWant.
+func checkJobFailed(t *testing.T, r *release, jobWant, podWant string) {
+	t.Helper()
+	ctx := context.Background()
+	eventually(t, 3*time.Minute, "Job "+r.name+" failed", func() (bool, string) {
+		job, err := kube.BatchV1().Jobs(r.ns).Get(ctx, r.name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, c := range job.Status.Conditions {
+			if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
+				if c.Reason != batchv1.JobReasonPodFailurePolicy || !strings.Contains(c.Message, jobWant) {
+					t.Errorf("Job failed with %s: %s; want reason PodFailurePolicy and %q", c.Reason, c.Message, jobWant)
+				}
+				return true, ""
+			}
+		}
+		return false, "conditions " + jobConditions(job.Status.Conditions)
+	})
+	list, err := kube.CoreV1().Pods(r.ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + r.name + ",app.kubernetes.io/component=broker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var messages []string
+	for _, p := range list.Items {
+		for _, cs := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+			if term := cs.State.Terminated; term != nil && term.ExitCode != 0 {
+				if strings.Contains(term.Message, podWant) {
+					return
+				}
+				messages = append(messages, fmt.Sprintf("%s/%s exit %d: %s", p.Name, cs.Name, term.ExitCode, term.Message))
+			}
+		}
+	}
+	t.Errorf("no failed container says %q: %v", podWant, messages)
 }
 
 // Deleting the certificate Secret of a running MiniCluster and then upgrading fails with the
@@ -58,7 +187,7 @@ func testCertificateDeletedBeforeUpgrade(t *testing.T, helm string) {
 	ns := newNamespace(t, "fault-cert")
 	r := newRelease(t, ns, "flux-sample", helm)
 	r.install("--set", "size=4,interactive=true")
-	connected(t, r, 4)
+	up(t, r, 4, 16)
 	if err := kube.CoreV1().Secrets(ns).Delete(context.Background(), r.name+"-curve", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -78,8 +207,7 @@ func testCertificateDeletedBeforeUpgrade(t *testing.T, helm string) {
 }
 
 // A failed install (an image that does not exist, --wait with a short timeout) and then
-// uninstall leaves nothing, the hook's certificate Secret included (Helm 4 runs the hook before
-// the failure, Helm 3 after it: both leave the Secret to clean up).
+// uninstall leaves nothing, the certificate Secret the keygen Job filled included.
 func TestFailedInstallLeavesNothing(t *testing.T) {
 	t.Parallel()
 	eachHelm(t, testFailedInstallLeavesNothing)

@@ -14,58 +14,24 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 const wiringTimeout = 3 * time.Minute
 
-// checkHook: the keygen hook ran (the certificate Secret has a valid certificate, adopted by
-// Helm) and is gone (its Job, ServiceAccount, Role and RoleBinding were deleted).
-func checkHook(t *testing.T, r *release) {
+// checkKeys: the keygen Job completed, and the certificate Secret, which Helm created with the
+// release, holds a valid certificate.
+func checkKeys(t *testing.T, r *release) {
 	t.Helper()
 	ctx := context.Background()
 	name := r.name + "-keygen"
-	eventually(t, time.Minute, "keygen hook objects deleted", func() (bool, string) {
-		var left []string
-		if _, err := kube.BatchV1().Jobs(r.ns).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			left = append(left, "Job")
+	eventually(t, time.Minute, "keygen Job complete", func() (bool, string) {
+		job, err := kube.BatchV1().Jobs(r.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
 		}
-		if _, err := kube.CoreV1().ServiceAccounts(r.ns).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			left = append(left, "ServiceAccount")
-		}
-		if _, err := kube.RbacV1().Roles(r.ns).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			left = append(left, "Role")
-		}
-		if _, err := kube.RbacV1().RoleBindings(r.ns).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			left = append(left, "RoleBinding")
-		}
-		return len(left) == 0, "still there: " + strings.Join(left, ", ")
+		return job.Status.Succeeded == 1, "conditions " + jobConditions(job.Status.Conditions)
 	})
-	hooks, err := r.run("get", "hooks", r.name)
-	switch {
-	case err != nil:
-		t.Fatalf("helm get hooks: %v", err)
-	case strings.Contains(hooks, "name: "+name+"\n"):
-		eventually(t, 30*time.Second, "an event saying the keygen hook Job completed", func() (bool, string) {
-			evs, err := kube.CoreV1().Events(r.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
-			if err != nil {
-				return false, err.Error()
-			}
-			var seen []string
-			for _, e := range evs.Items {
-				if e.InvolvedObject.Kind == "Job" && e.Reason == "Completed" {
-					return true, ""
-				}
-				seen = append(seen, e.InvolvedObject.Kind+" "+e.Reason)
-			}
-			return false, fmt.Sprintf("events of %s: %v", name, seen)
-		})
-	case os.Getenv("E2E_CHART") == "":
-		t.Errorf("release %s has no keygen hook Job %s", r.name, name)
-	default:
-		t.Logf("E2E_CHART=%s has no keygen hook: checking only the certificate", chartDir)
-	}
 	s := r.curveSecret()
 	if s == nil {
 		t.Fatalf("Secret %s-curve does not exist after install", r.name)
@@ -106,18 +72,18 @@ func helmTest(t *testing.T, r *release) {
 	}
 }
 
-// connected: the keygen hook ran and is gone, and `size` brokers connected to their parents.
-func connected(t *testing.T, r *release, size int) map[int]corev1.Pod {
+// up: the keygen Job made the key, and Flux in the lead shows size of maxSize brokers up.
+func up(t *testing.T, r *release, size, maxSize int) map[int]corev1.Pod {
 	t.Helper()
-	checkHook(t, r)
-	return waitConnected(t, r.ns, r.name, size, wiringTimeout)
+	checkKeys(t, r)
+	return waitFluxUp(t, r.ns, r.name, size, maxSize, wiringTimeout)
 }
 
-// checkWiring is everything an interactive MiniCluster of `size` brokers must show.
-func checkWiring(t *testing.T, r *release, size int) map[int]corev1.Pod {
+// checkInteractive is everything an interactive MiniCluster of size of maxSize brokers must show.
+func checkInteractive(t *testing.T, r *release, size, maxSize int) map[int]corev1.Pod {
 	t.Helper()
-	pods := connected(t, r, size)
-	checkDNS(t, r.ns, r.name, pods)
+	pods := up(t, r, size, maxSize)
+	checkFluxRun(t, r.ns, r.name, pods)
 	checkMounts(t, r, pods)
 	helmTest(t, r)
 	return pods
@@ -131,7 +97,7 @@ func checkMounts(t *testing.T, r *release, pods map[int]corev1.Pod) {
 	toml := r.brokerConfig()["broker.toml"]
 	for i := range len(pods) {
 		out, stderr, err := execIn(r.ns, pods[i].Name, "flux", "/bin/sh", "-c",
-			"stat -c %a /etc/curve/curve.cert && cat /etc/curve/curve.cert && echo ---- && cat /minicluster/config/broker.toml")
+			"stat -c %a /etc/curve/curve.cert && cat /etc/curve/curve.cert && echo ---- && cat /minicluster/config/broker.toml && if [ -e /var/run/secrets/kubernetes.io/serviceaccount ]; then echo API token visible; fi")
 		if err != nil {
 			t.Errorf("pod %s: %v %s", pods[i].Name, err, stderr)
 			continue
@@ -139,45 +105,60 @@ func checkMounts(t *testing.T, r *release, pods map[int]corev1.Pod) {
 		mode, rest, _ := strings.Cut(out, "\n")
 		gotCert, gotToml, _ := strings.Cut(rest, "----\n")
 		if mode != "400" || gotCert != cert || gotToml != toml {
-			t.Errorf("pod %s (rank %d): /etc/curve/curve.cert mode %s (want 400), same as the Secret: %v; broker.toml same as the ConfigMap: %v",
-				pods[i].Name, i, mode, gotCert == cert, gotToml == toml)
+			t.Errorf("pod %s (rank %d): /etc/curve/curve.cert mode %s (want 400), same as the Secret: %v; broker.toml same as the ConfigMap: %v (%q)",
+				pods[i].Name, i, mode, gotCert == cert, gotToml == toml, gotToml)
 		}
 	}
 }
 
-// Install an interactive MiniCluster of 6 and check the whole wiring; uninstall leaves
-// nothing and the same name installs again. With Helm 3 and with Helm 4.
+// Install an interactive MiniCluster of 6 (Flux from the view image, the default) and check
+// the whole of it with real Flux; every command NOTES prints works; uninstall leaves nothing
+// and the same name installs again. With Helm 3 and with Helm 4.
 func TestInstallUninstallReinstall(t *testing.T) {
 	t.Parallel()
 	eachHelm(t, func(t *testing.T, helm string) {
 		ns := newNamespace(t, "install")
 		r := newRelease(t, ns, "flux-sample", helm)
 		r.install("--set", "size=6,interactive=true")
-		checkWiring(t, r, 6)
+		checkInteractive(t, r, 6, 16)
 		if hosts := r.brokerConfig()["hosts"]; hosts != "flux-sample-[0-15]" {
 			t.Errorf("broker ConfigMap hosts = %q, want flux-sample-[0-15]", hosts)
 		}
+		checkNotes(t, r, 6)
 
 		r.uninstall()
 		waitNothingLeft(t, ns, r.name, time.Minute)
 
 		r.install("--set", "size=6,interactive=true")
-		connected(t, r, 6)
+		up(t, r, 6, 16)
 		r.uninstall()
 		waitNothingLeft(t, ns, r.name, time.Minute)
 	})
 }
 
-// The hello-world values: the lead runs `hostname` as 4 tasks on 4 brokers, prints every
-// broker's hostname, and the Job completes.
+// The hello-world values: the lead runs `hostname` as 4 tasks on 4 brokers under Flux, prints
+// every broker's hostname, and the Job completes.
 func TestEphemeralHelloWorld(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t, "hello")
 	r := newRelease(t, ns, "flux-sample", helm3)
 	r.install("-f", filepath.Join(repoRoot, "values", "hello-world.yaml"))
-	checkHook(t, r)
+	checkKeys(t, r)
 	waitJobComplete(t, r, 3*time.Minute)
 	checkLeadPrintedHostnames(t, r, 4)
+	r.uninstall()
+	waitNothingLeft(t, ns, r.name, time.Minute)
+}
+
+// Flux in the application image (flux.view.enabled=false): `flux run -N 3 hostname` on every
+// broker, the Job completes.
+func TestFluxInImage(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t, "inimage")
+	r := newRelease(t, ns, "flux-sample", helm4)
+	r.install("--set", "size=3,flux.view.enabled=false,image="+fluxImage, "--set-string", "command=flux run -N 3 hostname")
+	waitJobComplete(t, r, 3*time.Minute)
+	checkLeadPrintedHostnames(t, r, 3)
 	r.uninstall()
 	waitNothingLeft(t, ns, r.name, time.Minute)
 }
@@ -231,7 +212,7 @@ func TestPostRendererHelm3(t *testing.T) {
 	r := newRelease(t, ns, "flux-sample", helm3, "--post-renderer", bin("minicluster-postrender"),
 		"--post-renderer-args=--kustomize="+overlay(t))
 	r.install("--set", "size=6,interactive=true")
-	checkWiring(t, r, 6)
+	checkInteractive(t, r, 6, 16)
 	checkPostRendered(t, r)
 	r.uninstall()
 	waitNothingLeft(t, ns, r.name, time.Minute)
@@ -247,7 +228,7 @@ func TestPostRendererHelm4Plugin(t *testing.T) {
 		t.Fatalf("helm 4 plugin list does not show minicluster:\n%s", out)
 	}
 	r.install("--set", "size=6,interactive=true")
-	checkWiring(t, r, 6)
+	checkInteractive(t, r, 6, 16)
 	checkPostRendered(t, r)
 	// The ephemeral run through Helm 4 as well, in the same namespace under another name.
 	hello := newRelease(t, ns, "hello", helm4, "--post-renderer", "minicluster")
@@ -302,8 +283,8 @@ func checkPostRendered(t *testing.T, r *release) {
 }
 
 // An overlay that renames everything (namePrefix) through the Helm 4 plugin: the post-renderer
-// recomputes broker.toml and the host list for the new Job and Service names, the brokers find
-// each other under them, and `helm test` (which reads the broker ConfigMap) passes.
+// recomputes broker.toml and the host list for the new Job and Service names, the brokers form
+// one Flux instance under them, and `helm test` (which reads the broker ConfigMap) passes.
 func TestPostRendererRenameHelm4(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t, "rename")
@@ -316,7 +297,8 @@ func TestPostRendererRenameHelm4(t *testing.T) {
 	installPlugin(t, r)
 	r.install("--set", "size=3,interactive=true")
 	const job = "team-flux-sample"
-	pods := waitConnected(t, ns, r.name, 3, wiringTimeout)
+	pods := waitFluxUp(t, ns, r.name, 3, 16, wiringTimeout)
+	checkFluxRun(t, ns, r.name, pods)
 	for i, p := range pods {
 		if want := fmt.Sprintf("%s-%d", job, i); p.Spec.Hostname != want {
 			t.Errorf("pod %s has hostname %q, want %q", p.Name, p.Spec.Hostname, want)

@@ -7,7 +7,6 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -206,29 +205,40 @@ func brokerPods(ns, release string) (map[int]corev1.Pod, int, error) {
 	return pods, len(list.Items), nil
 }
 
-var onlineRE = regexp.MustCompile(`(?:online|offline): (\d+) of (\d+) brokers online`)
+// fluxIn runs flux in a broker pod as a user would (NOTES.txt): through the chart's wrapper,
+// which sets up the view and the lead's socket.
+func fluxIn(ns, pod string, args ...string) (string, string, error) {
+	return execIn(ns, pod, "flux", append([]string{"/minicluster/scripts/flux"}, args...)...)
+}
 
-// leadOnline is the number of brokers rank 0 last reported online, from its log.
-func leadOnline(log string) int {
-	m := onlineRE.FindAllStringSubmatch(log, -1)
-	if len(m) == 0 {
-		return 0
+// nodeStates counts the nodes of `flux resource list` in the lead by state: up (free or
+// allocated) and down.
+func nodeStates(ns, lead string) (up, down int, err error) {
+	out, stderr, err := fluxIn(ns, lead, "resource", "list", "--no-header", "--format", "{state} {nnodes}")
+	if err != nil {
+		return 0, 0, fmt.Errorf("flux resource list in %s: %v: %s", lead, err, stderr)
 	}
-	n, _ := strconv.Atoi(m[len(m)-1][1])
-	return n
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var state string
+		var n int
+		if _, err := fmt.Sscan(l, &state, &n); err != nil {
+			return 0, 0, fmt.Errorf("flux resource list line %q: %v", l, err)
+		}
+		if state == "down" {
+			down += n
+		} else {
+			up += n
+		}
+	}
+	return up, down, nil
 }
 
-// connectedLine is what the stand-in logs when rank r reached its parent (kary:2 by default).
-func connectedLine(r int) string {
-	return fmt.Sprintf("rank %d connected to parent rank %d (", r, (r-1)/2)
-}
-
-// waitConnected waits until exactly size broker pods run, every worker logged its connection
-// to its parent, and rank 0 counts size brokers online.
-func waitConnected(t testing.TB, ns, release string, size int, within time.Duration) map[int]corev1.Pod {
+// waitFluxUp waits until exactly size broker pods run and Flux in the lead shows size nodes up
+// and maxSize-size down.
+func waitFluxUp(t testing.TB, ns, release string, size, maxSize int, within time.Duration) map[int]corev1.Pod {
 	t.Helper()
 	var pods map[int]corev1.Pod
-	eventually(t, within, fmt.Sprintf("%d brokers of %s connected", size, release), func() (bool, string) {
+	eventually(t, within, fmt.Sprintf("Flux in %s shows %d nodes up, %d down", release, size, maxSize-size), func() (bool, string) {
 		var total int
 		var err error
 		if pods, total, err = brokerPods(ns, release); err != nil {
@@ -238,27 +248,36 @@ func waitConnected(t testing.TB, ns, release string, size int, within time.Durat
 			return false, fmt.Sprintf("%d broker pods (%d with terminating ones), want %d", len(pods), total, size)
 		}
 		for i := range size {
-			p, ok := pods[i]
-			if !ok {
-				return false, fmt.Sprintf("no pod with index %d", i)
-			}
-			if p.Status.Phase != corev1.PodRunning {
-				return false, fmt.Sprintf("pod %s is %s %s", p.Name, p.Status.Phase, containerStates(p))
-			}
-			log, err := podLogs(ns, p.Name, "flux", 0)
-			if err != nil {
-				return false, err.Error()
-			}
-			if i > 0 && !strings.Contains(log, connectedLine(i)) {
-				return false, fmt.Sprintf("rank %d has not logged %q", i, connectedLine(i))
-			}
-			if i == 0 && leadOnline(log) != size {
-				return false, fmt.Sprintf("rank 0 counts %d brokers online", leadOnline(log))
+			if p, ok := pods[i]; !ok || p.Status.Phase != corev1.PodRunning {
+				return false, fmt.Sprintf("pod %d is not running: %s", i, containerStates(p))
 			}
 		}
-		return true, ""
+		up, down, err := nodeStates(ns, pods[0].Name)
+		if err != nil {
+			return false, err.Error()
+		}
+		return up == size && down == maxSize-size, fmt.Sprintf("flux resource list: %d up, %d down", up, down)
 	})
 	return pods
+}
+
+// checkFluxRun: `flux run -N size hostname` in the lead reaches every broker pod.
+func checkFluxRun(t testing.TB, ns, release string, pods map[int]corev1.Pod) {
+	t.Helper()
+	out, stderr, err := fluxIn(ns, pods[0].Name, "run", "-N", strconv.Itoa(len(pods)), "hostname")
+	if err != nil {
+		t.Fatalf("flux run -N %d hostname: %v\n%s%s", len(pods), err, out, stderr)
+	}
+	got := strings.Fields(out)
+	slices.Sort(got)
+	var want []string
+	for i := range len(pods) {
+		want = append(want, pods[i].Spec.Hostname)
+	}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("flux run -N %d hostname printed %v, want every broker's hostname %v", len(pods), got, want)
+	}
 }
 
 // checkDNS: from every broker pod, every broker's FQDN resolves (busybox nslookup).

@@ -1,13 +1,13 @@
 //go:build e2e
 
 // Package e2e installs the minicluster chart on a real cluster (the one KUBECONFIG names) with
-// the helm CLI and checks the result with client-go. The pods run the Flux stand-in
-// (test/fluxstandin), a wiring check, not Flux. Run with `make e2e`; `make bench-e2e` prints
-// the timings.
+// the helm CLI and checks the result with client-go and with real Flux (flux-core built from
+// source by ci/flux, in the images ci/images makes): Flux from the view image in an
+// application image without Flux (the default), and Flux in the image. Run with `make e2e`;
+// `make bench-e2e` prints the timings.
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -29,10 +29,18 @@ var (
 	chartDir   string
 )
 
-// testImages points the chart at the images `make images` builds and ci/cluster imports.
-var testImages = []string{"--set", "image=localhost/minicluster/busybox:test,imagePullPolicy=IfNotPresent," +
-	"flux.view.image=localhost/minicluster/flux-view-standin:test,flux.view.imagePullPolicy=IfNotPresent," +
-	"keygen.image.pullPolicy=IfNotPresent,tests.image=localhost/minicluster/busybox:test,tests.imagePullPolicy=IfNotPresent"}
+// The images `make images` builds (ci/images) and ci/cluster imports.
+const (
+	appImage   = "localhost/minicluster/app:test"       // Debian, no Flux
+	viewImage  = "localhost/minicluster/flux-view:test" // the real flux-view layout
+	fluxImage  = "localhost/minicluster/flux:test"      // Flux installed in the image
+	testsImage = "localhost/minicluster/busybox:test"
+)
+
+// testImages points the chart at them.
+var testImages = []string{"--set", "image=" + appImage + ",imagePullPolicy=IfNotPresent," +
+	"flux.view.image=" + viewImage + ",flux.view.imagePullPolicy=IfNotPresent," +
+	"keygen.image.pullPolicy=IfNotPresent,tests.image=" + testsImage + ",tests.imagePullPolicy=IfNotPresent"}
 
 func TestMain(m *testing.M) {
 	if err := setup(); err != nil {
@@ -82,7 +90,6 @@ func setup() error {
 		return fmt.Errorf("the cluster in KUBECONFIG=%s does not answer: %w; start one with `make cluster-up`", kubeconfig, err)
 	}
 	fmt.Printf("e2e: Kubernetes %s at %s (KUBECONFIG=%s)\n", v.GitVersion, restConfig.Host, kubeconfig)
-	_ = context.Background()
 	return nil
 }
 

@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Resize 6 -> 8 -> 3 with helm upgrade --reuse-values: pods come and go, new ranks connect,
-// broker.toml and the certificate stay the same. Growing past maxSize and changing the image
+// Resize 6 -> 8 -> 3 with helm upgrade --reuse-values: pods come and go, Flux shows the new
+// count up (and the rest down), broker.toml and the certificate stay the same. Growing past maxSize and changing the image
 // fail with the chart's message and leave the release deployed.
 func TestResize(t *testing.T) {
 	t.Parallel()
@@ -25,7 +25,7 @@ func testResize(t *testing.T, helm string) {
 	ns := newNamespace(t, "resize")
 	r := newRelease(t, ns, "flux-sample", helm)
 	r.install("--set", "size=6,interactive=true")
-	connected(t, r, 6)
+	up(t, r, 6, 16)
 	config := r.brokerConfig()
 	cert := r.curveSecret().Data["curve.cert"]
 
@@ -33,10 +33,12 @@ func testResize(t *testing.T, helm string) {
 		if _, err := r.upgrade("--set", fmt.Sprintf("size=%d", size)); err != nil {
 			t.Fatalf("resize to %d: %v", size, err)
 		}
-		pods := waitConnected(t, ns, r.name, size, wiringTimeout)
-		lead, _ := podLogs(ns, pods[0].Name, "flux", 0)
-		if size < 6 && !strings.Contains(lead, "offline") {
-			t.Errorf("rank 0 did not see brokers go offline:\n%s", lead)
+		pods := waitFluxUp(t, ns, r.name, size, 16, wiringTimeout)
+		if size < 6 {
+			out, _, _ := fluxIn(ns, pods[0].Name, "overlay", "status", "--no-pretty", "--no-color")
+			if !strings.Contains(out, "offline") {
+				t.Errorf("flux overlay status does not show the removed brokers offline:\n%s", out)
+			}
 		}
 		now := r.brokerConfig()
 		if now["broker.toml"] != config["broker.toml"] || now["hosts"] != config["hosts"] {
@@ -59,7 +61,7 @@ func testResize(t *testing.T, helm string) {
 		set, want string
 	}{
 		{"size=17", "size=17 is larger than maxSize=16"},
-		{"image=localhost/minicluster/flux-standin:test", "differs from the running MiniCluster's image"},
+		{"image=" + fluxImage, "differs from the running MiniCluster's image"},
 	} {
 		out, err := r.upgrade("--set", tc.set)
 		if err == nil || !strings.Contains(out, tc.want) {
@@ -69,5 +71,5 @@ func testResize(t *testing.T, helm string) {
 			t.Errorf("after the refused upgrade --set %s the release is %s at revision %d, want deployed at %d", tc.set, status, rev, revision)
 		}
 	}
-	waitConnected(t, ns, r.name, 3, 10*time.Second) // still running as before
+	waitFluxUp(t, ns, r.name, 3, 16, 30*time.Second) // still running as before
 }

@@ -70,7 +70,7 @@ func TestGolden(t *testing.T) {
 
 func TestEveryObjectIsNamespacedAndLabelled(t *testing.T) {
 	objs := render(t, helmtest.Options{Namespace: "hpc", Set: []string{"munge.enabled=true"}})
-	require.Len(t, objs, 11)
+	require.Len(t, objs, 14, "keygen and broker ServiceAccount, Role, RoleBinding; curve and munge Secrets; broker and entrypoint ConfigMaps; Service; broker and keygen Jobs; helm test Pod")
 	for _, o := range objs {
 		assert.Equalf(t, "hpc", o.Meta.GetNamespace(), "%s %s", o.Kind, o.Name)
 		labels := o.Meta.GetLabels()
@@ -101,7 +101,15 @@ func TestServiceAndJobWiring(t *testing.T) {
 	assert.EqualValues(t, 6, *job.Spec.Completions)
 	assert.EqualValues(t, 6, *job.Spec.Parallelism)
 	assert.EqualValues(t, 6, *job.Spec.BackoffLimit)
-	assert.Equal(t, corev1.RestartPolicyOnFailure, pod.Spec.RestartPolicy)
+	assert.Equal(t, corev1.RestartPolicyNever, pod.Spec.RestartPolicy, "podFailurePolicy needs Never")
+	require.NotNil(t, job.Spec.PodFailurePolicy)
+	rules := job.Spec.PodFailurePolicy.Rules
+	require.Len(t, rules, 2)
+	assert.Equal(t, batchv1.PodFailurePolicyActionFailJob, rules[0].Action)
+	assert.Equal(t, []int32{78}, rules[0].OnExitCodes.Values, "a broker that cannot start fails the Job")
+	assert.Nil(t, rules[0].OnExitCodes.ContainerName, "the init step's exit code counts too")
+	assert.Equal(t, batchv1.PodFailurePolicyActionIgnore, rules[1].Action)
+	assert.Equal(t, corev1.DisruptionTarget, rules[1].OnPodConditions[0].Type)
 	assert.NotContains(t, pod.Labels, "helm.sh/chart", "chart version on the pod template would make upgrades fail")
 	assert.NotContains(t, pod.Labels, "app.kubernetes.io/version")
 
@@ -116,14 +124,17 @@ func TestServiceAndJobWiring(t *testing.T) {
 	assert.EqualValues(t, 9000, c.Ports[0].ContainerPort)
 	assert.Equal(t, "broker", c.Ports[0].Name)
 
-	// Ephemeral on a cluster with Job successPolicy: the Job succeeds with the lead.
+	// Ephemeral on a cluster with Job successPolicy: the Job succeeds with the lead, and the
+	// workers rejoin whenever an instance ends (a lost lead comes back).
 	require.NotNil(t, job.Spec.SuccessPolicy)
 	assert.Equal(t, "0", *job.Spec.SuccessPolicy.Rules[0].SucceededIndexes)
+	assert.Equal(t, "true", env(c)["MINICLUSTER_REJOIN"])
 }
 
 func TestSuccessPolicyOnlyWhereItExistsAndOnlyForEphemeral(t *testing.T) {
-	old := render(t, helmtest.Options{Set: []string{"command=hostname"}, KubeVersion: "v1.30.4"})
-	assert.Nil(t, get[*batchv1.Job](t, old, "Job", "flux-sample").Spec.SuccessPolicy, "Kubernetes 1.30 has no successPolicy")
+	old := get[*batchv1.Job](t, render(t, helmtest.Options{Set: []string{"command=hostname"}, KubeVersion: "v1.30.4"}), "Job", "flux-sample")
+	assert.Nil(t, old.Spec.SuccessPolicy, "Kubernetes 1.30 has no successPolicy")
+	assert.Equal(t, "false", env(old.Spec.Template.Spec.Containers[0])["MINICLUSTER_REJOIN"], "without successPolicy every worker must succeed for the Job to complete")
 	interactive := render(t, helmtest.Options{Set: []string{"interactive=true"}})
 	assert.Nil(t, get[*batchv1.Job](t, interactive, "Job", "flux-sample").Spec.SuccessPolicy, "an interactive instance never succeeds on its own")
 	_, err := helmtest.Template(helmtest.Options{KubeVersion: "v1.26.0"})
@@ -250,8 +261,8 @@ func TestModesReachThePods(t *testing.T) {
 		{"interactive by default", nil, map[string]string{"MINICLUSTER_INTERACTIVE": "true", "MINICLUSTER_COMMAND": ""}},
 		{"ephemeral command", []string{"command=lmp -in in.lj"}, map[string]string{"MINICLUSTER_INTERACTIVE": "false", "MINICLUSTER_COMMAND": "lmp -in in.lj", "MINICLUSTER_TASKS": "0"}},
 		{"tasks", []string{"command=hostname", "tasks=8"}, map[string]string{"MINICLUSTER_TASKS": "8"}},
-		{"flux options", []string{"flux.logLevel=7", "flux.connectTimeout=2s", "flux.topology=kary:2", "flux.brokerOptions={-Sa=1,-Sb=2}"},
-			map[string]string{"MINICLUSTER_LOG_LEVEL": "7", "MINICLUSTER_CONNECT_TIMEOUT": "2s", "MINICLUSTER_TOPOLOGY": "kary:2", "MINICLUSTER_BROKER_OPTIONS": "-Sa=1 -Sb=2"}},
+		{"flux options", []string{"flux.logLevel=7", "flux.connectTimeout=2s", "flux.topology=kary:2", "flux.brokerOptions={-Sa=1,-Sb=x y}"},
+			map[string]string{"MINICLUSTER_LOG_LEVEL": "7", "MINICLUSTER_CONNECT_TIMEOUT": "2s", "MINICLUSTER_TOPOLOGY": "kary:2", "MINICLUSTER_BROKER_OPTIONS": "-Sa=1\n-Sb=x y"}},
 		{"view", nil, map[string]string{"MINICLUSTER_FLUX_VIEW": "/mnt/flux/view"}},
 		{"no view", []string{"flux.view.enabled=false"}, map[string]string{"MINICLUSTER_FLUX_VIEW": ""}},
 	} {
@@ -268,77 +279,106 @@ func TestModesReachThePods(t *testing.T) {
 func TestFluxView(t *testing.T) {
 	job := get[*batchv1.Job](t, render(t, helmtest.Options{Set: []string{"flux.view.mountPath=/opt/fluxview", "flux.view.image=example.org/view:1"}}), "Job", "flux-sample")
 	spec := job.Spec.Template.Spec
-	require.Len(t, spec.InitContainers, 1)
-	assert.Equal(t, "example.org/view:1", spec.InitContainers[0].Image)
-	assert.Contains(t, spec.InitContainers[0].Command[2], "cp -a /opt/view /opt/fluxview/view")
+	require.Len(t, spec.InitContainers, 2)
+	view := spec.InitContainers[0]
+	assert.Equal(t, "example.org/view:1", view.Image)
+	// The real flux-view layout: /opt/view links to the view tree, which links into /opt/software.
+	assert.Contains(t, view.Command[2], `cp -a "$view/." /opt/fluxview/view/`)
+	assert.Contains(t, view.Command[2], "cp -a /opt/software/. /opt/fluxview/software/")
 	assert.Contains(t, spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "flux-view", MountPath: "/opt/fluxview"})
+	assert.Contains(t, spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "flux-view", MountPath: "/opt/software", SubPath: "software"},
+		"the software must be back at its build prefix")
 
 	job = get[*batchv1.Job](t, render(t, helmtest.Options{Set: []string{"flux.view.enabled=false"}}), "Job", "flux-sample")
-	assert.Empty(t, job.Spec.Template.Spec.InitContainers)
+	require.Len(t, job.Spec.Template.Spec.InitContainers, 1)
+	assert.Equal(t, "keys", job.Spec.Template.Spec.InitContainers[0].Name)
 	for _, v := range job.Spec.Template.Spec.Volumes {
 		assert.NotEqual(t, "flux-view", v.Name)
 	}
+}
+
+// keysInit is the broker pods' init step (flux-keygen kube fetch).
+func keysInit(t *testing.T, job *batchv1.Job) corev1.Container {
+	t.Helper()
+	for _, c := range job.Spec.Template.Spec.InitContainers {
+		if c.Name == "keys" {
+			return c
+		}
+	}
+	t.Fatalf("Job %s has no init container keys", job.Name)
+	return corev1.Container{}
 }
 
 func TestKeyMaterial(t *testing.T) {
 	t.Run("secret by default", func(t *testing.T) {
 		objs := render(t, helmtest.Options{})
 		secret := get[*corev1.Secret](t, objs, "Secret", "flux-sample-curve")
-		assert.Empty(t, secret.Data, "the chart never renders key material: the hook makes it")
+		assert.Empty(t, secret.Data, "the chart never renders key material: the keygen Job makes it")
 		job := get[*batchv1.Job](t, objs, "Job", "flux-sample")
-		vol := volume(t, job, "curve")
-		require.NotNil(t, vol.Secret)
-		assert.Equal(t, "flux-sample-curve", vol.Secret.SecretName)
-		assert.EqualValues(t, 0o400, *vol.Secret.Items[0].Mode)
+		keys := keysInit(t, job)
+		assert.Equal(t, "ghcr.io/minicluster/flux-keygen:0.1.0", keys.Image)
+		assert.Equal(t, []string{"kube", "fetch", "--namespace=$(POD_NAMESPACE)", "--out=/minicluster/keys", "--curve-name=flux-sample-curve",
+			"--storage=Secret", "--wait-parent", "--hosts-file=/minicluster/config/hosts", "--topology="}, keys.Args)
+		assert.Equal(t, corev1.StorageMediumMemory, volume(t, job, "keys").EmptyDir.Medium, "keys stay in memory")
+		// The API token reaches the init step alone.
+		pod := job.Spec.Template.Spec
+		assert.False(t, *pod.AutomountServiceAccountToken)
+		assert.Equal(t, "flux-sample-broker", pod.ServiceAccountName)
+		assert.Contains(t, keys.VolumeMounts, corev1.VolumeMount{Name: "api-token", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true})
+		for _, m := range pod.Containers[0].VolumeMounts {
+			assert.NotEqual(t, "api-token", m.Name, "the application container gets no API token")
+		}
 
 		role := get[*rbacv1.Role](t, objs, "Role", "flux-sample-keygen")
 		assert.Equal(t, []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
 			{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"flux-sample-curve"}, Verbs: []string{"get", "update"}},
-		}, role.Rules, "least privilege: create, and read back and fill only its own objects")
-		hook := get[*batchv1.Job](t, objs, "Job", "flux-sample-keygen")
-		// The SDK here is Helm 3, which cannot adopt what a pre-install hook made: the hook fills
-		// the chart's object post-install. (Helm 4 runs it pre-install: TestKeygenHookPhase.)
-		assert.Equal(t, "post-install", hook.Annotations["helm.sh/hook"])
-		assert.Equal(t, "post-install", role.Annotations["helm.sh/hook"], "RBAC must be in the hook Job's phase")
-		assert.Equal(t, "before-hook-creation,hook-succeeded", hook.Annotations["helm.sh/hook-delete-policy"])
-		assert.Equal(t, "-10", role.Annotations["helm.sh/hook-weight"], "RBAC must come before the hook Job")
-		assert.Equal(t, "0", hook.Annotations["helm.sh/hook-weight"])
-		c := hook.Spec.Template.Spec.Containers[0]
+		}, role.Rules, "least privilege: read and fill only its own objects, which Helm creates")
+		broker := get[*rbacv1.Role](t, objs, "Role", "flux-sample-broker")
+		assert.Equal(t, []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"flux-sample-curve"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"list", "watch"}},
+		}, broker.Rules, "the brokers only read their key and watch endpoints")
+		keygen := get[*batchv1.Job](t, objs, "Job", "flux-sample-keygen")
+		assert.Empty(t, keygen.Annotations["helm.sh/hook"], "the keygen Job is part of the release, not a hook")
+		c := keygen.Spec.Template.Spec.Containers[0]
 		assert.Equal(t, "ghcr.io/minicluster/flux-keygen:0.1.0", c.Image)
 		assert.Equal(t, []string{"kube", "--release=flux-sample", "--namespace=$(POD_NAMESPACE)", "--curve-name=flux-sample-curve", "--storage=Secret"}, c.Args)
 		assert.True(t, *c.SecurityContext.ReadOnlyRootFilesystem)
-		assert.True(t, *hook.Spec.Template.Spec.SecurityContext.RunAsNonRoot)
+		assert.True(t, *keygen.Spec.Template.Spec.SecurityContext.RunAsNonRoot)
 	})
 	t.Run("configmap storage", func(t *testing.T) {
 		objs := render(t, helmtest.Options{Set: []string{"curve.storage=ConfigMap"}})
 		get[*corev1.ConfigMap](t, objs, "ConfigMap", "flux-sample-curve")
 		_, hasSecret := helmtest.Find(objs, "Secret", "flux-sample-curve")
 		assert.False(t, hasSecret)
-		vol := volume(t, get[*batchv1.Job](t, objs, "Job", "flux-sample"), "curve")
-		require.NotNil(t, vol.ConfigMap)
-		assert.Equal(t, "flux-sample-curve", vol.ConfigMap.Name)
+		assert.Contains(t, keysInit(t, get[*batchv1.Job](t, objs, "Job", "flux-sample")).Args, "--storage=ConfigMap")
 		role := get[*rbacv1.Role](t, objs, "Role", "flux-sample-keygen")
 		assert.Equal(t, []string{"configmaps"}, role.Rules[0].Resources)
+		broker := get[*rbacv1.Role](t, objs, "Role", "flux-sample-broker")
+		assert.Equal(t, []string{"configmaps"}, broker.Rules[0].Resources)
 	})
 	t.Run("existing secret skips keygen", func(t *testing.T) {
 		objs := render(t, helmtest.Options{Set: []string{"curve.existingSecret=my-cert"}})
 		for _, o := range objs {
-			assert.NotEqual(t, "flux-sample-keygen", o.Name, "no keygen hook for a user's own certificate")
+			assert.NotEqual(t, "flux-sample-keygen", o.Name, "no keygen Job for a user's own certificate")
 			assert.NotEqual(t, "flux-sample-curve", o.Name)
 		}
-		assert.Equal(t, "my-cert", volume(t, get[*batchv1.Job](t, objs, "Job", "flux-sample"), "curve").Secret.SecretName)
+		assert.Contains(t, keysInit(t, get[*batchv1.Job](t, objs, "Job", "flux-sample")).Args, "--curve-name=my-cert")
+		broker := get[*rbacv1.Role](t, objs, "Role", "flux-sample-broker")
+		assert.Equal(t, []string{"my-cert"}, broker.Rules[0].ResourceNames, "the brokers read the user's Secret")
 	})
 	t.Run("munge", func(t *testing.T) {
 		objs := render(t, helmtest.Options{Set: []string{"munge.enabled=true", "curve.existingSecret=my-cert"}})
 		get[*corev1.Secret](t, objs, "Secret", "flux-sample-munge")
 		job := get[*batchv1.Job](t, objs, "Job", "flux-sample")
-		assert.Equal(t, "flux-sample-munge", volume(t, job, "munge").Secret.SecretName)
-		assert.Contains(t, job.Spec.Template.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "munge", MountPath: "/etc/munge", ReadOnly: true})
-		hook := get[*batchv1.Job](t, objs, "Job", "flux-sample-keygen")
-		assert.Equal(t, []string{"kube", "--release=flux-sample", "--namespace=$(POD_NAMESPACE)", "--skip-curve", "--munge", "--munge-name=flux-sample-munge"}, hook.Spec.Template.Spec.Containers[0].Args)
+		assert.Contains(t, keysInit(t, job).Args, "--munge-name=flux-sample-munge")
+		assert.Contains(t, job.Spec.Template.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "munge-installed", MountPath: "/etc/munge"})
+		keygen := get[*batchv1.Job](t, objs, "Job", "flux-sample-keygen")
+		assert.Equal(t, []string{"kube", "--release=flux-sample", "--namespace=$(POD_NAMESPACE)", "--skip-curve", "--munge", "--munge-name=flux-sample-munge"}, keygen.Spec.Template.Spec.Containers[0].Args)
 		role := get[*rbacv1.Role](t, objs, "Role", "flux-sample-keygen")
-		assert.Equal(t, []string{"flux-sample-munge"}, role.Rules[1].ResourceNames)
+		assert.Equal(t, []string{"flux-sample-munge"}, role.Rules[0].ResourceNames)
+		broker := get[*rbacv1.Role](t, objs, "Role", "flux-sample-broker")
+		assert.Equal(t, []string{"my-cert", "flux-sample-munge"}, broker.Rules[0].ResourceNames)
 	})
 }
 
@@ -365,6 +405,11 @@ func TestUserSettingsReachThePods(t *testing.T) {
 	assert.Equal(t, "nvidia.com/gpu", spec.Tolerations[0].Key)
 	assert.Equal(t, "true", spec.NodeSelector["nvidia.com/gpu.present"])
 	assert.Equal(t, "runner", spec.ServiceAccountName)
+	assert.Nil(t, spec.AutomountServiceAccountToken, "a user's own service account keeps its token settings")
+	rb := get[*rbacv1.RoleBinding](t, objs, "RoleBinding", "flux-sample-broker")
+	assert.Equal(t, "runner", rb.Subjects[0].Name, "the user's service account may read the keys")
+	_, chartSA := helmtest.Find(objs, "ServiceAccount", "flux-sample-broker")
+	assert.False(t, chartSA)
 	assert.Equal(t, "hpc", job.Spec.Template.Labels["team"])
 	assert.Equal(t, "x", job.Spec.Template.Annotations["note"])
 	assert.Equal(t, "/data", c.WorkingDir)

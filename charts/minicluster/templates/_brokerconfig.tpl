@@ -1,0 +1,76 @@
+{{/* minicluster.liveJob is the running MiniCluster's Job as JSON ("{}" on install or with no cluster). */}}
+{{- define "minicluster.liveJob" -}}
+{{- lookup "batch/v1" "Job" .Release.Namespace (include "minicluster.fullname" .) | toJson -}}
+{{- end -}}
+
+{{/* minicluster.maxSize is the host list length: maxSize, or when 0 the live Job's, or max(size, 16) on install. */}}
+{{- define "minicluster.maxSize" -}}
+{{- $max := int .Values.maxSize -}}
+{{- if eq $max 0 -}}
+{{- $live := include "minicluster.liveJob" . | fromJson -}}
+{{- $liveMax := dig "metadata" "annotations" "minicluster.dev/max-size" "" $live -}}
+{{- if $liveMax -}}
+{{- $max = int $liveMax -}}
+{{- else -}}
+{{- $max = max (int .Values.size) 16 -}}
+{{- end -}}
+{{- end -}}
+{{- $max -}}
+{{- end -}}
+
+{{/* minicluster.hosts is the RFC 29 hostlist of all maxSize brokers' short hostnames. */}}
+{{- define "minicluster.hosts" -}}
+{{- $max := include "minicluster.maxSize" . | int -}}
+{{- if eq $max 1 -}}
+{{- printf "%s-0" (include "minicluster.fullname" .) -}}
+{{- else -}}
+{{- printf "%s-[0-%d]" (include "minicluster.fullname" .) (sub $max 1) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* minicluster.domain is what follows a pod's hostname in its FQDN: <service>.<namespace>.svc.<clusterDomain>. */}}
+{{- define "minicluster.domain" -}}
+{{- printf "%s.%s.svc.%s" (include "minicluster.fullname" .) .Release.Namespace .Values.clusterDomain -}}
+{{- end -}}
+
+{{/* Fixed paths inside the pods; the entrypoint and broker.toml agree on them. */}}
+{{- define "minicluster.curveCertPath" -}}/etc/curve/curve.cert{{- end -}}
+{{- define "minicluster.resourcePath" -}}/minicluster/run/R{{- end -}}
+
+{{/* minicluster.brokerToml is broker.toml (flux-config-bootstrap(5)); it changes with maxSize, never with size. */}}
+{{- define "minicluster.brokerToml" -}}
+{{- if .Values.flux.brokerConfig -}}
+{{- .Values.flux.brokerConfig -}}
+{{- else -}}
+[bootstrap]
+curve_cert = {{ include "minicluster.curveCertPath" . | quote }}
+default_port = {{ int .Values.flux.port }}
+default_bind = {{ printf "tcp://%s:%%p" .Values.flux.interface | quote }}
+default_connect = {{ printf "tcp://%%h.%s:%%p" (include "minicluster.domain" .) | quote }}
+hosts = [{ host = {{ include "minicluster.hosts" . | quote }} }]
+
+[resource]
+path = {{ include "minicluster.resourcePath" . | quote }}
+noverify = true
+
+[access]
+allow-guest-user = true
+allow-root-owner = true
+{{ end -}}
+{{- end -}}
+
+{{/* minicluster.parameters is the JSON annotation the post-renderer reads from the broker ConfigMap. */}}
+{{- define "minicluster.parameters" -}}
+{{- $name := include "minicluster.fullname" . -}}
+{{- printf "{\"job\":%s,\"service\":%s,\"maxSize\":%d,\"port\":%d,\"clusterDomain\":%s,\"interface\":%s,\"curveCert\":%s,\"resourcePath\":%s,\"custom\":%t}"
+  ($name | toJson) ($name | toJson) (include "minicluster.maxSize" . | int) (int .Values.flux.port)
+  (.Values.clusterDomain | toJson) (.Values.flux.interface | toJson)
+  (include "minicluster.curveCertPath" . | toJson) (include "minicluster.resourcePath" . | toJson)
+  (not (empty .Values.flux.brokerConfig)) -}}
+{{- end -}}
+
+{{/* minicluster.ephemeral is "true" when the lead runs a command and the instance ends with it. */}}
+{{- define "minicluster.ephemeral" -}}
+{{- if and .Values.command (not .Values.interactive) }}true{{ end -}}
+{{- end -}}
+

@@ -1,0 +1,124 @@
+{{/* minicluster.name is the chart name, used in labels. */}}
+{{- define "minicluster.name" -}}
+{{- .Chart.Name -}}
+{{- end -}}
+
+{{/* minicluster.fullname names the Job and the Service: pod i is <fullname>-<i>. */}}
+{{- define "minicluster.fullname" -}}
+{{- .Release.Name -}}
+{{- end -}}
+
+{{/* minicluster.chart is the helm.sh/chart label value. */}}
+{{- define "minicluster.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* minicluster.selectorLabels are the stable labels selectors use; they never change on upgrade. */}}
+{{- define "minicluster.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "minicluster.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* minicluster.labels is the full label set of every object (not of the Job's pod template). */}}
+{{- define "minicluster.labels" -}}
+helm.sh/chart: {{ include "minicluster.chart" . }}
+{{ include "minicluster.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{/* minicluster.brokerConfigName names the ConfigMap with broker.toml, hosts and size. */}}
+{{- define "minicluster.brokerConfigName" -}}
+{{- printf "%s-broker" .Release.Name -}}
+{{- end -}}
+
+{{/* minicluster.entrypointName names the ConfigMap with the pods' entrypoint script. */}}
+{{- define "minicluster.entrypointName" -}}
+{{- printf "%s-entrypoint" .Release.Name -}}
+{{- end -}}
+
+{{/* minicluster.curveName names the object that holds the CURVE certificate. */}}
+{{- define "minicluster.curveName" -}}
+{{- .Values.curve.existingSecret | default (printf "%s-curve" .Release.Name) -}}
+{{- end -}}
+
+{{/* minicluster.mungeName names the Secret that holds the munge key. */}}
+{{- define "minicluster.mungeName" -}}
+{{- printf "%s-munge" .Release.Name -}}
+{{- end -}}
+
+{{/* minicluster.keygen.fullname names the keygen hook's Job, ServiceAccount, Role and RoleBinding. */}}
+{{- define "minicluster.keygen.fullname" -}}
+{{- printf "%s-keygen" .Release.Name -}}
+{{- end -}}
+
+{{/* minicluster.keygen.enabled is "true" when the keygen hook has something to create. */}}
+{{- define "minicluster.keygen.enabled" -}}
+{{- if or (not .Values.curve.existingSecret) .Values.munge.enabled }}true{{ end -}}
+{{- end -}}
+
+{{/* minicluster.keygen.image is the keygen hook's image reference. */}}
+{{- define "minicluster.keygen.image" -}}
+{{- printf "%s:%s" .Values.keygen.image.repository (.Values.keygen.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+
+
+{{/* minicluster.broker.fullname names the broker pods' Role and RoleBinding. */}}
+{{- define "minicluster.broker.fullname" -}}
+{{- printf "%s-broker" .Release.Name -}}
+{{- end -}}
+
+{{/* minicluster.broker.serviceAccountName is the broker pods' ServiceAccount: serviceAccountName, or the chart's. */}}
+{{- define "minicluster.broker.serviceAccountName" -}}
+{{- .Values.serviceAccountName | default (include "minicluster.broker.fullname" .) -}}
+{{- end -}}
+
+{{/* minicluster.restrictedPodSecurity is the pod security context of the chart's own programs (no shell, no root). */}}
+{{- define "minicluster.restrictedPodSecurity" -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{/* minicluster.restrictedContainerSecurity is the container security context of the chart's own programs. */}}
+{{- define "minicluster.restrictedContainerSecurity" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+capabilities:
+  drop: [ALL]
+{{- end -}}
+
+{{/*
+minicluster.keyRules are RBAC rules on the release's key objects, by name; call with
+(dict "root" . "verbs" LIST "existing" BOOL). With existing, a curve.existingSecret is included
+(the brokers read it; the keygen Job never touches it).
+*/}}
+{{- define "minicluster.keyRules" -}}
+{{- $v := .root.Values -}}
+{{- $secrets := list -}}
+{{- $configMaps := list -}}
+{{- if $v.curve.existingSecret -}}
+{{- if .existing }}{{ $secrets = append $secrets $v.curve.existingSecret }}{{ end -}}
+{{- else if eq $v.curve.storage "ConfigMap" -}}
+{{- $configMaps = append $configMaps (include "minicluster.curveName" .root) -}}
+{{- else -}}
+{{- $secrets = append $secrets (include "minicluster.curveName" .root) -}}
+{{- end -}}
+{{- if $v.munge.enabled -}}
+{{- $secrets = append $secrets (include "minicluster.mungeName" .root) -}}
+{{- end -}}
+{{- with $configMaps }}
+- apiGroups: [""]
+  resources: [configmaps]
+  resourceNames: {{ toJson . }}
+  verbs: {{ toJson $.verbs }}
+{{- end }}
+{{- with $secrets }}
+- apiGroups: [""]
+  resources: [secrets]
+  resourceNames: {{ toJson . }}
+  verbs: {{ toJson $.verbs }}
+{{- end }}
+{{- end -}}

@@ -1,0 +1,263 @@
+{{/* minicluster.defaultAffinity spreads brokers across nodes when the cluster has room (soft). */}}
+{{- define "minicluster.defaultAffinity" -}}
+podAntiAffinity:
+  preferredDuringSchedulingIgnoredDuringExecution:
+    - weight: 100
+      podAffinityTerm:
+        topologyKey: kubernetes.io/hostname
+        labelSelector:
+          matchLabels:
+            {{- include "minicluster.selectorLabels" . | nindent 12 }}
+            app.kubernetes.io/component: broker
+{{- end -}}
+
+{{/* minicluster.jobSuccessPolicy is "true" for an ephemeral MiniCluster where the cluster has Job successPolicy (1.31 beta, 1.33 GA). */}}
+{{- define "minicluster.jobSuccessPolicy" -}}
+{{- if and (include "minicluster.ephemeral" .) (semverCompare ">=1.31-0" .Capabilities.KubeVersion.Version) }}true{{ end -}}
+{{- end -}}
+
+{{/* Exit code of a broker that cannot start (a config or certificate problem): the Job fails at once with it. */}}
+{{- define "minicluster.exitCannotStart" -}}78{{- end -}}
+
+{{/* minicluster.podTemplate is the Job's pod template. Nothing in it may depend on size or on the
+chart version: Kubernetes cannot change a Job's pod template, and a resize must still apply. */}}
+{{- define "minicluster.podTemplate" -}}
+{{- $view := .Values.flux.view -}}
+metadata:
+  labels:
+    {{- include "minicluster.selectorLabels" . | nindent 4 }}
+    app.kubernetes.io/component: broker
+    {{- with .Values.podLabels }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+  annotations:
+    # kubectl logs and exec pick the broker's container.
+    kubectl.kubernetes.io/default-container: flux
+    {{- with .Values.podAnnotations }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+spec:
+  subdomain: {{ include "minicluster.fullname" . }}
+  # A broker that fails is a failed pod the Job counts (podFailurePolicy needs Never); the
+  # retries that can help happen inside the entrypoint.
+  restartPolicy: Never
+  enableServiceLinks: false
+  serviceAccountName: {{ include "minicluster.broker.serviceAccountName" . }}
+  {{- if not .Values.serviceAccountName }}
+  automountServiceAccountToken: false
+  {{- end }}
+  {{- with .Values.imagePullSecrets }}
+  imagePullSecrets:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .Values.nodeSelector }}
+  nodeSelector:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .Values.tolerations }}
+  tolerations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  affinity:
+    {{- if .Values.affinity }}
+    {{- toYaml .Values.affinity | nindent 4 }}
+    {{- else }}
+    {{- include "minicluster.defaultAffinity" . | nindent 4 }}
+    {{- end }}
+  {{- with .Values.podSecurityContext }}
+  securityContext:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  initContainers:
+    {{- if $view.enabled }}
+    # The view image's Flux, as the Flux Operator copies it: the view tree (symlinks into the
+    # software) and the software itself, which must be back at its build prefix to run.
+    - name: flux-view
+      image: {{ $view.image }}
+      imagePullPolicy: {{ $view.imagePullPolicy }}
+      command:
+        - /bin/sh
+        - -c
+        - |
+          set -e
+          view=$(readlink -f /opt/view)
+          mkdir -p {{ $view.mountPath }}/view {{ $view.mountPath }}/software
+          cp -a "$view/." {{ $view.mountPath }}/view/
+          {{- if $view.softwarePath }}
+          if [ -d {{ $view.softwarePath }} ]; then cp -a {{ $view.softwarePath }}/. {{ $view.mountPath }}/software/; fi
+          {{- end }}
+      terminationMessagePolicy: FallbackToLogsOnError
+      {{- with .Values.securityContext }}
+      securityContext:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      volumeMounts:
+        - name: flux-view
+          mountPath: {{ $view.mountPath }}
+    {{- end }}
+    # The keys the keygen Job writes while the pods start; a worker also waits until the
+    # Service lists its parent broker, so that its first DNS lookup of it finds it.
+    - name: keys
+      image: {{ include "minicluster.keygen.image" . }}
+      imagePullPolicy: {{ .Values.keygen.image.pullPolicy }}
+      args:
+        - kube
+        - fetch
+        - --namespace=$(POD_NAMESPACE)
+        - --out=/minicluster/keys
+        {{- if .Values.curve.existingSecret }}
+        - --curve-name={{ .Values.curve.existingSecret }}
+        {{- else }}
+        - --curve-name={{ include "minicluster.curveName" . }}
+        - --storage={{ .Values.curve.storage }}
+        {{- end }}
+        {{- if .Values.munge.enabled }}
+        - --munge-name={{ include "minicluster.mungeName" . }}
+        {{- end }}
+        - --wait-parent
+        - --hosts-file=/minicluster/config/hosts
+        - --topology={{ .Values.flux.topology }}
+      env:
+        - name: POD_NAMESPACE
+          valueFrom:
+            fieldRef:
+              fieldPath: metadata.namespace
+      securityContext:
+        {{- include "minicluster.restrictedPodSecurity" . | nindent 8 }}
+        {{- include "minicluster.restrictedContainerSecurity" . | nindent 8 }}
+      terminationMessagePolicy: FallbackToLogsOnError
+      volumeMounts:
+        - name: keys
+          mountPath: /minicluster/keys
+        - name: broker-config
+          mountPath: /minicluster/config
+          readOnly: true
+        - name: api-token
+          mountPath: /var/run/secrets/kubernetes.io/serviceaccount
+          readOnly: true
+  containers:
+    - name: flux
+      image: {{ .Values.image }}
+      imagePullPolicy: {{ .Values.imagePullPolicy }}
+      command: ["/bin/sh", "/minicluster/scripts/entrypoint.sh"]
+      {{- with .Values.workingDir }}
+      workingDir: {{ . }}
+      {{- end }}
+      env:
+        - name: MINICLUSTER_IMAGE
+          value: {{ .Values.image | quote }}
+        - name: MINICLUSTER_COMMAND
+          value: {{ .Values.command | quote }}
+        - name: MINICLUSTER_TASKS
+          value: {{ int .Values.tasks | quote }}
+        - name: MINICLUSTER_INTERACTIVE
+          value: {{ ternary "true" "false" (not (include "minicluster.ephemeral" .)) | quote }}
+        # Brokers start again when the instance ends, unless the Job needs every pod to succeed
+        # (ephemeral on a cluster without successPolicy).
+        - name: MINICLUSTER_REJOIN
+          value: {{ ternary "true" "false" (or (not (include "minicluster.ephemeral" .)) (eq (include "minicluster.jobSuccessPolicy" .) "true")) | quote }}
+        - name: MINICLUSTER_EXIT_CANNOT_START
+          value: {{ include "minicluster.exitCannotStart" . | quote }}
+        - name: MINICLUSTER_LOG_LEVEL
+          value: {{ int .Values.flux.logLevel | quote }}
+        - name: MINICLUSTER_CONNECT_TIMEOUT
+          value: {{ .Values.flux.connectTimeout | quote }}
+        - name: MINICLUSTER_TOPOLOGY
+          value: {{ .Values.flux.topology | quote }}
+        # One option per line: options may contain spaces.
+        - name: MINICLUSTER_BROKER_OPTIONS
+          value: {{ join "\n" .Values.flux.brokerOptions | quote }}
+        - name: MINICLUSTER_FLUX_VIEW
+          value: {{ ternary (printf "%s/view" $view.mountPath) "" $view.enabled | quote }}
+        {{- with .Values.env }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
+      ports:
+        - name: broker
+          containerPort: {{ int .Values.flux.port }}
+          protocol: TCP
+      {{- with .Values.resources }}
+      resources:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with .Values.securityContext }}
+      securityContext:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      terminationMessagePolicy: FallbackToLogsOnError
+      volumeMounts:
+        - name: scripts
+          mountPath: /minicluster/scripts
+          readOnly: true
+        - name: broker-config
+          mountPath: /minicluster/config
+          readOnly: true
+        - name: keys
+          mountPath: /minicluster/keys
+          readOnly: true
+        - name: curve-installed
+          mountPath: /etc/curve
+        - name: run
+          mountPath: /minicluster/run
+        {{- if $view.enabled }}
+        - name: flux-view
+          mountPath: {{ $view.mountPath }}
+        {{- if $view.softwarePath }}
+        - name: flux-view
+          mountPath: {{ $view.softwarePath }}
+          subPath: software
+        {{- end }}
+        {{- end }}
+        {{- if .Values.munge.enabled }}
+        - name: munge-installed
+          mountPath: /etc/munge
+        {{- end }}
+        {{- with .Values.volumeMounts }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
+  volumes:
+    - name: scripts
+      configMap:
+        name: {{ include "minicluster.entrypointName" . }}
+        defaultMode: 0555
+    - name: broker-config
+      configMap:
+        name: {{ include "minicluster.brokerConfigName" . }}
+    - name: keys
+      emptyDir:
+        medium: Memory
+    - name: curve-installed
+      emptyDir:
+        medium: Memory
+    - name: run
+      emptyDir: {}
+    # The init step's API token, mounted into it alone.
+    - name: api-token
+      projected:
+        sources:
+          - serviceAccountToken:
+              path: token
+              expirationSeconds: 3600
+          - configMap:
+              name: kube-root-ca.crt
+              items:
+                - key: ca.crt
+                  path: ca.crt
+          - downwardAPI:
+              items:
+                - path: namespace
+                  fieldRef:
+                    fieldPath: metadata.namespace
+    {{- if $view.enabled }}
+    - name: flux-view
+      emptyDir: {}
+    {{- end }}
+    {{- if .Values.munge.enabled }}
+    - name: munge-installed
+      emptyDir:
+        medium: Memory
+    {{- end }}
+    {{- with .Values.volumes }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+{{- end -}}

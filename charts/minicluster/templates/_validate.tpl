@@ -1,0 +1,59 @@
+{{/* minicluster.validate fails with a message that names the value and the fix; it renders nothing. */}}
+{{- define "minicluster.validate" -}}
+{{- $name := include "minicluster.fullname" . -}}
+{{- $size := int .Values.size -}}
+{{- $max := include "minicluster.maxSize" . | int -}}
+{{- if lt $size 1 -}}
+{{- fail (printf "size=%d: a MiniCluster needs at least 1 broker; set size to 1 or more" $size) -}}
+{{- end -}}
+{{- if gt $size $max -}}
+{{- fail (printf "size=%d is larger than maxSize=%d, the number of hosts broker.toml lists; set maxSize to %d or more (on a running MiniCluster maxSize is fixed at install: uninstall and install again to grow past it)" $size $max $size) -}}
+{{- end -}}
+{{- if not (regexMatch "^[a-z]([-a-z0-9]*[a-z0-9])?$" $name) -}}
+{{- fail (printf "release name %q cannot name the Service and the pods' hostnames: it must be a DNS label (lower-case letters, digits and '-', starting with a letter); install with another name" $name) -}}
+{{- end -}}
+{{- $lastHost := printf "%s-%d" $name (sub $max 1) -}}
+{{- if gt (len $lastHost) 63 -}}
+{{- fail (printf "hostname %q (release name %q, maxSize=%d) is %d characters; a hostname may have at most 63: use a release name of at most %d characters" $lastHost $name $max (len $lastHost) (sub 62 (len (toString (sub $max 1))))) -}}
+{{- end -}}
+{{- $port := int .Values.flux.port -}}
+{{- if or (lt $port 1) (gt $port 65535) -}}
+{{- fail (printf "flux.port=%d is not a TCP port; use 1-65535 (8050 by convention)" $port) -}}
+{{- end -}}
+{{- if and .Values.interactive .Values.command -}}
+{{- fail "interactive=true and command are both set: interactive keeps the instance up with no command; unset one of them" -}}
+{{- end -}}
+{{- if and (gt (int .Values.tasks) 0) (not .Values.command) -}}
+{{- fail (printf "tasks=%d needs a command to run; set command or set tasks to 0" (int .Values.tasks)) -}}
+{{- end -}}
+{{- include "minicluster.validateUpgrade" . -}}
+{{- end -}}
+
+{{/* minicluster.validateUpgrade compares with the live Job: only size may change on a running MiniCluster. */}}
+{{- define "minicluster.validateUpgrade" -}}
+{{- $name := include "minicluster.fullname" . -}}
+{{- $live := include "minicluster.liveJob" . | fromJson -}}
+{{- if $live -}}
+{{- $recreate := printf "Kubernetes cannot change a running Job's pod template, so only size can change on a running MiniCluster (up to its maxSize). To apply this change, recreate it: helm uninstall %s -n %s, then helm install again with the new values" $name .Release.Namespace -}}
+{{- $liveMax := dig "metadata" "annotations" "minicluster.dev/max-size" "" $live -}}
+{{- if and $liveMax (ne (int .Values.maxSize) 0) (ne (int .Values.maxSize) (int $liveMax)) -}}
+{{- fail (printf "maxSize=%d differs from the running MiniCluster's maxSize=%s, which is fixed at install (it is the host list every broker has). %s" (int .Values.maxSize) $liveMax $recreate) -}}
+{{- end -}}
+{{- range (dig "spec" "template" "spec" "containers" list $live) -}}
+{{- if and (eq .name "flux") (ne .image $.Values.image) -}}
+{{- fail (printf "image=%q differs from the running MiniCluster's image %q. %s" $.Values.image .image $recreate) -}}
+{{- end -}}
+{{- end -}}
+{{- $liveHash := dig "metadata" "annotations" "minicluster.dev/pod-template-hash" "" $live -}}
+{{- if and $liveHash (ne $liveHash (include "minicluster.podTemplate" . | sha256sum)) -}}
+{{- fail (printf "this upgrade changes the Job's pod template (command, tasks, interactive, env, resources, volumes, flux.* or another pod setting). %s" $recreate) -}}
+{{- end -}}
+{{- if not .Values.curve.existingSecret -}}
+{{- $kind := ternary "ConfigMap" "Secret" (eq .Values.curve.storage "ConfigMap") -}}
+{{- $cert := lookup "v1" $kind .Release.Namespace (include "minicluster.curveName" .) -}}
+{{- if not (dig "data" "curve.cert" "" $cert) -}}
+{{- fail (printf "the %s %s/%s with the CURVE certificate is missing or empty, but the MiniCluster %s is running with it: a new key would split the cluster, so none is made. Recreate the MiniCluster: helm uninstall %s -n %s, then helm install again" $kind .Release.Namespace (include "minicluster.curveName" .) $name $name .Release.Namespace) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
