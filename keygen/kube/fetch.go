@@ -38,6 +38,11 @@ type FetchOptions struct {
 	Service, Host string
 }
 
+// InvalidKeyError is a key object whose data is not a valid key: waiting cannot mend it.
+type InvalidKeyError struct{ error }
+
+func (e InvalidKeyError) Unwrap() error { return e.error }
+
 // Validate checks the options.
 func (o *FetchOptions) Validate() error {
 	if o.Namespace == "" {
@@ -151,7 +156,7 @@ func waitObject(ctx context.Context, client kubernetes.Interface, kind, ns, name
 		return true
 	})
 	if bad != nil {
-		return nil, fmt.Errorf("%s %v; delete it and run `helm uninstall`, then install again", where, bad)
+		return nil, InvalidKeyError{fmt.Errorf("%s %w; delete it and run `helm uninstall`, then install again", where, bad)}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("waiting for %s in %s: %w (is the keygen Job running? kubectl logs -n %s job/<release>-keygen)", key, where, err, ns)

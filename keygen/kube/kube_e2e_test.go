@@ -2,9 +2,9 @@
 
 package kube
 
-// The create/keep/refuse logic against a real API server, as the hook's service account: a
-// Role with exactly the chart's rules (create secrets/configmaps, get and update only the named objects)
-// and requests impersonating that account. Run with the e2e tag and KUBECONFIG:
+// The fill/keep/refuse and fetch logic against a real API server, as the chart's service
+// accounts: Roles with exactly the chart's rules and requests impersonating those accounts.
+// Run with the e2e tag and KUBECONFIG:
 //
 //	go test -tags e2e -count=1 ./keygen/kube/
 
@@ -12,7 +12,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,8 +26,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-
-	"github.com/minicluster/minicluster/keygen"
 )
 
 func adminConfig(t *testing.T) *rest.Config {
@@ -41,78 +41,106 @@ func adminConfig(t *testing.T) *rest.Config {
 	return cfg
 }
 
-// hookClient makes a namespace with the chart's keygen ServiceAccount, Role and RoleBinding and
-// returns a client that acts as that account.
-func hookClient(t *testing.T, release string, secrets, configMaps []string) (kubernetes.Interface, string) {
+// namespace makes a namespace for one test and removes it afterwards.
+func namespace(t *testing.T, admin kubernetes.Interface) string {
 	t.Helper()
-	ctx := context.Background()
-	cfg := adminConfig(t)
-	admin := kubernetes.NewForConfigOrDie(cfg)
-	ns, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "keygen-e2e-"}}, metav1.CreateOptions{})
+	ns, err := admin.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "keygen-e2e-"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { admin.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{}) })
-	name := release + "-keygen"
-	var rules []rbacv1.PolicyRule
-	if len(configMaps) > 0 {
-		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
-			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: configMaps, Verbs: []string{"get", "update"}})
-	}
-	if len(secrets) > 0 {
-		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
-			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: secrets, Verbs: []string{"get", "update"}})
-	}
+	return ns.Name
+}
+
+// accountClient makes a ServiceAccount with a Role of exactly these rules and returns a client
+// that acts as that account.
+func accountClient(t *testing.T, admin kubernetes.Interface, ns, name string, rules []rbacv1.PolicyRule) kubernetes.Interface {
+	t.Helper()
+	ctx := context.Background()
 	must := func(_ any, err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	must(admin.CoreV1().ServiceAccounts(ns.Name).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}))
-	must(admin.RbacV1().Roles(ns.Name).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{}))
-	must(admin.RbacV1().RoleBindings(ns.Name).Create(ctx, &rbacv1.RoleBinding{
+	must(admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}))
+	must(admin.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{}))
+	must(admin.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: ns.Name}},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: ns}},
 	}, metav1.CreateOptions{}))
-	hook := rest.CopyConfig(cfg)
-	hook.Impersonate = rest.ImpersonationConfig{UserName: fmt.Sprintf("system:serviceaccount:%s:%s", ns.Name, name)}
-	return kubernetes.NewForConfigOrDie(hook), ns.Name
+	cfg := rest.CopyConfig(adminConfig(t))
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: fmt.Sprintf("system:serviceaccount:%s:%s", ns, name)}
+	return kubernetes.NewForConfigOrDie(cfg)
 }
 
+// The chart's rules (templates/keygen-rbac.yaml, broker-rbac.yaml) for objects of one kind.
+func keygenRules(resource string, names ...string) []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{resource}, ResourceNames: names, Verbs: []string{"get", "update"}}}
+}
+
+func brokerRules(resource string, names ...string) []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{resource}, ResourceNames: names, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"list", "watch"}},
+	}
+}
+
+// As the chart runs it: Helm creates the data-less objects, the keygen Job fills them with only
+// get and update on their names, and a broker pod's init step, with only get, list and watch
+// on those names, waits for the key and reads it.
 func TestRealAPIServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	client, ns := hookClient(t, "kc", []string{"kc-curve", "kc-munge"}, nil)
-	if _, err := client.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
-		t.Fatalf("the hook's account may list Secrets (err %v): the test is not running with its rights", err)
+	admin := kubernetes.NewForConfigOrDie(adminConfig(t))
+	ns := namespace(t, admin)
+	for _, name := range []string{"kc-curve", "kc-munge"} {
+		if _, err := admin.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: objectMeta(Options{Release: "kc", Namespace: ns}, name, "curve"), Type: corev1.SecretTypeOpaque}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
+	keygenClient := accountClient(t, admin, ns, "kc-keygen", keygenRules("secrets", "kc-curve", "kc-munge"))
+	brokerClient := accountClient(t, admin, ns, "kc-broker", brokerRules("secrets", "kc-curve", "kc-munge"))
+	if _, err := brokerClient.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("the brokers' account may list all Secrets (err %v): the test is not running with its rights", err)
+	}
+
+	// The broker pod starts first and waits; the keygen Job fills the Secrets meanwhile.
+	out := t.TempDir()
+	fetched := make(chan error, 1)
+	go func() {
+		fetched <- Fetch(ctx, brokerClient, FetchOptions{Namespace: ns, CurveName: "kc-curve", MungeName: "kc-munge", Out: out}, io.Discard)
+	}()
+	time.Sleep(time.Second)
 	o := Options{Release: "kc", Namespace: ns, Munge: true, Hostname: "e2e"}
 	var log bytes.Buffer
-	res, err := Run(ctx, client, o, &log)
-	if err != nil || len(res) != 2 || res[0].Action != "created" || res[1].Action != "created" {
-		t.Fatalf("first run as the hook's account: %+v %v\n%s", res, err, log.String())
+	res, err := Run(ctx, keygenClient, o, &log)
+	if err != nil || len(res) != 2 || res[0].Action != "filled" || res[1].Action != "filled" {
+		t.Fatalf("first run as the keygen account: %+v %v\n%s", res, err, log.String())
 	}
-	first, err := client.CoreV1().Secrets(ns).Get(ctx, "kc-curve", metav1.GetOptions{})
+	if err := <-fetched; err != nil {
+		t.Fatalf("fetch as the brokers' account: %v", err)
+	}
+	first, err := admin.CoreV1().Secrets(ns).Get(ctx, "kc-curve", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := keygen.Parse(first.Data[CertKey]); err != nil {
-		t.Fatalf("stored certificate: %v", err)
+	got, err := os.ReadFile(filepath.Join(out, CertKey))
+	if err != nil || !bytes.Equal(got, first.Data[CertKey]) {
+		t.Fatalf("the broker fetched %q (%v), not the Secret's certificate", got, err)
 	}
-	res, err = Run(ctx, client, o, &log)
+	res, err = Run(ctx, keygenClient, o, &log)
 	if err != nil || res[0].Action != "kept" || res[1].Action != "kept" {
 		t.Fatalf("second run: %+v %v\n%s", res, err, log.String())
 	}
-	again, _ := client.CoreV1().Secrets(ns).Get(ctx, "kc-curve", metav1.GetOptions{})
+	again, _ := admin.CoreV1().Secrets(ns).Get(ctx, "kc-curve", metav1.GetOptions{})
 	if !bytes.Equal(again.Data[CertKey], first.Data[CertKey]) || again.ResourceVersion != first.ResourceVersion {
 		t.Fatal("the second run changed the certificate Secret")
 	}
-	t.Logf("as the hook's service account:\n%s", log.String())
+	t.Logf("as the keygen Job's account:\n%s", log.String())
 
 	// A broken object of the release is refused, and left as it is.
-	admin := kubernetes.NewForConfigOrDie(adminConfig(t))
 	broken := &corev1.Secret{ObjectMeta: objectMeta(Options{Release: "kb", Namespace: ns}, "kb-curve", "curve"),
 		Data: map[string][]byte{CertKey: []byte("curve\n")}}
 	if _, err := admin.CoreV1().Secrets(ns).Create(ctx, broken, metav1.CreateOptions{}); err != nil {
@@ -126,12 +154,19 @@ func TestRealAPIServer(t *testing.T) {
 		t.Fatal("the broken Secret was changed")
 	}
 
-	// ConfigMap storage with its own Role.
-	cmClient, cmNS := hookClient(t, "kcm", nil, []string{"kcm-curve"})
-	for _, want := range []string{"created", "kept"} {
-		res, err := Run(ctx, cmClient, Options{Release: "kcm", Namespace: cmNS, Storage: StorageConfigMap}, &log)
+	// ConfigMap storage with its own Roles.
+	if _, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: objectMeta(Options{Release: "kcm", Namespace: ns}, "kcm-curve", "curve")}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cmKeygen := accountClient(t, admin, ns, "kcm-keygen", keygenRules("configmaps", "kcm-curve"))
+	for _, want := range []string{"filled", "kept"} {
+		res, err := Run(ctx, cmKeygen, Options{Release: "kcm", Namespace: ns, Storage: StorageConfigMap}, &log)
 		if err != nil || res[0].Action != want {
 			t.Fatalf("ConfigMap storage: %+v %v, want %s", res, err, want)
 		}
+	}
+	cmBroker := accountClient(t, admin, ns, "kcm-broker", brokerRules("configmaps", "kcm-curve"))
+	if err := Fetch(ctx, cmBroker, FetchOptions{Namespace: ns, CurveName: "kcm-curve", Storage: StorageConfigMap, Out: t.TempDir()}, io.Discard); err != nil {
+		t.Fatalf("fetch from a ConfigMap as the brokers' account: %v", err)
 	}
 }

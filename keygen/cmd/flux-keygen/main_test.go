@@ -11,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
 
 	"github.com/minicluster/minicluster/keygen"
 )
@@ -219,5 +221,71 @@ func TestBinary(t *testing.T) {
 	}
 	if code, out := exe(nil); code != 0 || !strings.Contains(out, "WARNING: add PATH argument") {
 		t.Errorf("no PATH: exit %d %s", code, out)
+	}
+}
+
+// TestKubeFetch is the broker pods' init step: it writes the certificate the keygen Job made,
+// finds its parent from the pod (index, hostname, /etc/hosts, the ConfigMap's host list) and
+// waits for it; an invalid key exits 78, which fails the chart's Job at once.
+func TestKubeFetch(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewClientset()
+	e := testEnv(client, map[string]string{"POD_NAMESPACE": "ns1"})
+	if code, out, errs := runCLI(t, e, "kube", "--release=r1"); code != exitOK {
+		t.Fatalf("keygen: exit %d %s %s", code, out, errs)
+	}
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: "r1-x", Namespace: "ns1", Labels: map[string]string{discoveryv1.LabelServiceName: "r1"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Hostname: ptr.To("r1-2"), Addresses: []string{"10.0.0.3"}}},
+	}
+	if _, err := client.DiscoveryV1().EndpointSlices("ns1").Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	hostsFile := filepath.Join(dir, "hosts")
+	etcHosts := filepath.Join(dir, "etc-hosts")
+	must(t, os.WriteFile(hostsFile, []byte("r1-[0-15]\n"), 0o644))
+	must(t, os.WriteFile(etcHosts, []byte("10.0.0.6\tr1-5.r1.ns1.svc.cluster.local\tr1-5\n"), 0o644))
+	out := filepath.Join(dir, "keys")
+	must(t, os.Mkdir(out, 0o755))
+	e = testEnv(client, map[string]string{"POD_NAMESPACE": "ns1", "JOB_COMPLETION_INDEX": "5"})
+	e.hostname = func() (string, error) { return "r1-5", nil }
+	e.etcHosts = etcHosts
+	args := []string{"kube", "fetch", "--out=" + out, "--curve-name=r1-curve", "--wait-parent", "--hosts-file=" + hostsFile, "--topology=kary:2", "--timeout=5s"}
+	code, stdout, stderr := runCLI(t, e, args...)
+	if code != exitOK || !strings.Contains(stdout, "r1-2 is listed by Service ns1/r1") {
+		t.Fatalf("fetch: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if _, err := keygen.ParseFile(filepath.Join(out, "curve.cert")); err != nil {
+		t.Errorf("fetched certificate: %v", err)
+	}
+
+	s, err := client.CoreV1().Secrets("ns1").Get(ctx, "r1-curve", metav1.GetOptions{})
+	must(t, err)
+	s.Data["curve.cert"] = []byte("curve\n")
+	_, err = client.CoreV1().Secrets("ns1").Update(ctx, s, metav1.UpdateOptions{})
+	must(t, err)
+	code, _, stderr = runCLI(t, e, args...)
+	if code != exitConfig || !strings.Contains(stderr, "Secret ns1/r1-curve its curve.cert is not a valid certificate") {
+		t.Errorf("invalid key: exit %d, %q; want 78 naming the Secret", code, stderr)
+	}
+	// The lead waits for no parent; a pod outside an indexed Job is a usage error.
+	e.getenv = func(k string) string {
+		return map[string]string{"POD_NAMESPACE": "ns1", "JOB_COMPLETION_INDEX": "0"}[k]
+	}
+	if code, _, stderr := runCLI(t, e, "kube", "fetch", "--out="+out, "--wait-parent", "--hosts-file="+hostsFile); code != exitOK {
+		t.Errorf("lead: exit %d %s", code, stderr)
+	}
+	e.getenv = func(k string) string { return map[string]string{"POD_NAMESPACE": "ns1"}[k] }
+	if code, _, stderr := runCLI(t, e, args...); code != exitUsage || !strings.Contains(stderr, "JOB_COMPLETION_INDEX") {
+		t.Errorf("no index: exit %d, %q", code, stderr)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

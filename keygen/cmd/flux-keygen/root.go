@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/minicluster/minicluster/keygen"
+	"github.com/minicluster/minicluster/keygen/kube"
 )
 
 // version is set at build time: -ldflags "-X main.version=0.1.0".
@@ -22,6 +23,9 @@ const (
 	exitOK      = 0
 	exitFailure = 1 // the work failed: invalid certificate, API error, unwritable file
 	exitUsage   = 2 // bad flags or arguments
+	// exitConfig (sysexits' EX_CONFIG) is an invalid key object: the chart's Job fails at once
+	// on it instead of retrying a pod that can never start.
+	exitConfig = 78
 )
 
 // env is what the commands take from the process; tests replace it.
@@ -54,6 +58,10 @@ func run(args []string, stdout, stderr io.Writer, e env) int {
 	if errors.As(err, &u) {
 		return exitUsage
 	}
+	var invalid kube.InvalidKeyError
+	if errors.As(err, &invalid) {
+		return exitConfig
+	}
 	return exitFailure
 }
 
@@ -74,7 +82,8 @@ flux's reader would reject (e.g. '_', ',' or quotes in a value) is refused up fr
   flux-keygen kube ...        creates the certificate (and munge key) in Kubernetes; the
                               minicluster chart's keygen hook runs it
 
-Exit codes: 0 success, 1 failure (the reason is printed on one line), 2 bad usage.`
+Exit codes: 0 success, 1 failure (the reason is printed on one line), 2 bad usage, 78 an
+invalid key object (kube fetch).`
 
 func newRootCmd(e env) *cobra.Command {
 	var name string
