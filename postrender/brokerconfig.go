@@ -72,19 +72,26 @@ func (mc *miniCluster) bootstrap(port int) map[string]any {
 	}
 }
 
-// hostsAndSize writes data hosts (the brokers' hostlist) and size (the Job's completions),
-// which helm test and the brokers' startup read.
-type hostsAndSize struct{}
+// plainKeys writes the plain values scripts read instead of parsing broker.toml: data hosts
+// (the brokers' hostlist), size (the Job's completions), domain (what follows a broker's
+// hostname in its FQDN) and port.
+type plainKeys struct{}
 
-func (hostsAndSize) apply(mc *miniCluster) error {
+func (plainKeys) apply(mc *miniCluster) error {
 	size, err := mc.size()
 	if err != nil {
 		return err
 	}
-	if err := setData(mc.config, "hosts", mc.hostList(), yaml.DoubleQuotedStyle); err != nil {
+	bp, err := mc.brokerPort()
+	if err != nil {
 		return err
 	}
-	return setData(mc.config, "size", strconv.Itoa(size), yaml.DoubleQuotedStyle)
+	for _, kv := range [][2]string{{"hosts", mc.hostList()}, {"size", strconv.Itoa(size)}, {"domain", mc.domain()}, {"port", strconv.Itoa(bp.n)}} {
+		if err := setData(mc.config, kv[0], kv[1], yaml.DoubleQuotedStyle); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // setData sets data[key] of the ConfigMap, keeping the style of an existing value.

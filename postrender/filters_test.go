@@ -31,6 +31,8 @@ data:
     path = "/R"
   hosts: "m-[0-2]"
   size: "2"
+  domain: "m.ns.svc.cluster.local"
+  port: "8050"
 `
 	serviceYAML = `apiVersion: v1
 kind: Service
@@ -240,11 +242,15 @@ func TestEdits(t *testing.T) {
 		{name: "broker.toml: host entry key", step: brokerTOML{}, input: stream(edited(t, brokerConfigYAML, `{ host = "m-[0-2]" }`, `{ host = "m-[0-2]", rank = "0" }`), serviceYAML, jobYAML),
 			wantErr: `[bootstrap] hosts[0] has key "rank", which flux-core rejects: the allowed keys are ` + strings.Join(hostKeys, ", ")},
 
-		{name: "hosts and size: as rendered", step: hostsAndSize{}, input: stream(brokerConfigYAML, serviceYAML, jobYAML)},
-		{name: "hosts and size: resized", step: hostsAndSize{}, input: stream(brokerConfigYAML, serviceYAML, resized),
+		{name: "plain keys: as rendered", step: plainKeys{}, input: stream(brokerConfigYAML, serviceYAML, jobYAML)},
+		{name: "plain keys: resized", step: plainKeys{}, input: stream(brokerConfigYAML, serviceYAML, resized),
 			want: edited(t, brokerConfigYAML, `size: "2"`, `size: "1"`)},
-		{name: "hosts and size: Job renamed", step: hostsAndSize{}, input: stream(brokerConfigYAML, serviceYAML, renamed),
+		{name: "plain keys: Job renamed", step: plainKeys{}, input: stream(brokerConfigYAML, serviceYAML, renamed),
 			want: edited(t, brokerConfigYAML, `hosts: "m-[0-2]"`, `hosts: "team-m-[0-2]"`)},
+		{name: "plain keys: port patched", step: plainKeys{}, input: stream(brokerConfigYAML, edited(t, serviceYAML, "port: 8050", "port: 9000"), edited(t, jobYAML, "containerPort: 8050", "containerPort: 9000")),
+			want: edited(t, brokerConfigYAML, `port: "8050"`, `port: "9000"`)},
+		{name: "plain keys: Service renamed", step: plainKeys{}, input: stream(brokerConfigYAML, edited(t, serviceYAML, "name: m,", "name: s,"), edited(t, jobYAML, "subdomain: m", "subdomain: s")),
+			want: edited(t, brokerConfigYAML, `domain: "m.ns.svc.cluster.local"`, `domain: "s.ns.svc.cluster.local"`)},
 
 		{name: "parameters: as rendered", step: parametersOut{}, input: stream(brokerConfigYAML, serviceYAML, jobYAML)},
 		{name: "parameters: Job renamed", step: parametersOut{}, input: stream(brokerConfigYAML, serviceYAML, renamed),

@@ -31,6 +31,8 @@ data:
     path = "/R"
   hosts: "m-[0-2]"
   size: "2"
+  domain: "m.ns.svc.cluster.local"
+  port: "8050"
 ---
 apiVersion: v1
 kind: Service

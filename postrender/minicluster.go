@@ -59,7 +59,7 @@ type step interface {
 // miniClusterSteps are the checks, then the edits, that every MiniCluster goes through.
 var miniClusterSteps = []step{
 	jobShape{}, hostnames{}, headlessService{}, brokerPorts{}, // checks
-	brokerTOML{}, hostsAndSize{}, parametersOut{}, // edits of the broker ConfigMap
+	brokerTOML{}, plainKeys{}, parametersOut{}, // edits of the broker ConfigMap
 }
 
 // miniClusters is the kio.Filter that finds every MiniCluster of the stream by its broker

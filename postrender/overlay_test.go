@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/minicluster/minicluster/postrender"
 	"github.com/minicluster/minicluster/test/helmtest"
@@ -29,9 +28,8 @@ func TestOverlays(t *testing.T) {
 			assert.Equal(t, "team-flux-sample", mc.Service.Name)
 			assert.Equal(t, "team-flux-sample", mc.Job.Spec.Template.Spec.Subdomain, "kustomize follows the Service rename in the subdomain")
 			assert.Equal(t, "team-flux-sample-[0-15]", mc.Config.Data["hosts"])
-			// The keygen hook makes the key object under the chart's name: the rename is undone.
-			curve := volumeOf(t, mc, "curve")
-			assert.Equal(t, "flux-sample-curve", curve.Secret.SecretName)
+			// The keygen Job fills the key object under the chart's name: the rename is undone.
+			assert.Contains(t, initArgs(t, mc, "keys"), "--curve-name=flux-sample-curve")
 			assert.Contains(t, out, "\n  name: flux-sample-curve\n")
 			assert.Contains(t, out, "- flux-sample-curve\n", "the keygen Role may still get it")
 			assert.Contains(t, mc.Config.Annotations[postrender.ParametersAnnotation], `"job":"team-flux-sample","service":"team-flux-sample"`)
@@ -71,15 +69,15 @@ func TestOverlays(t *testing.T) {
 	}
 }
 
-func volumeOf(t *testing.T, mc miniCluster, name string) corev1.Volume {
+func initArgs(t *testing.T, mc miniCluster, name string) []string {
 	t.Helper()
-	for _, v := range mc.Job.Spec.Template.Spec.Volumes {
-		if v.Name == name {
-			return v
+	for _, c := range mc.Job.Spec.Template.Spec.InitContainers {
+		if c.Name == name {
+			return c.Args
 		}
 	}
-	t.Fatalf("Job %s has no volume %s", mc.Job.Name, name)
-	return corev1.Volume{}
+	t.Fatalf("Job %s has no init container %s", mc.Job.Name, name)
+	return nil
 }
 
 func TestOverlayRejects(t *testing.T) {

@@ -63,6 +63,7 @@ func TestHelm4Input(t *testing.T) {
 	}
 	in := b.String()
 	assert.Equal(t, in, run(t, in, postrender.Options{}), "unchanged")
+	brokerFile := decode(t, in, "flux-sample-broker").Config.Annotations[helm4Annotation]
 
 	resized := edit(t, in, "Job", "flux-sample", set(t, "6", "spec", "completions"))
 	resized = edit(t, resized, "Job", "flux-sample", set(t, "6", "spec", "parallelism"))
@@ -76,7 +77,7 @@ func TestHelm4Input(t *testing.T) {
 			config = "team-flux-sample-broker"
 		}
 		mc := decode(t, out, config)
-		assert.Equal(t, "file-1.yaml", mc.Config.Annotations[helm4Annotation])
+		assert.Equal(t, brokerFile, mc.Config.Annotations[helm4Annotation])
 		assert.Equal(t, "6", mc.Config.Data["size"])
 	}
 }

@@ -75,7 +75,7 @@ func TestRejects(t *testing.T) {
 			[]string{"Job default/flux-sample is a MiniCluster (annotation minicluster.dev/max-size) but its broker ConfigMap is missing", `names ConfigMap "flux-sample-broker", which is not among the manifests`}},
 		{"broker ConfigMap names another Job", replace(t, base, `{"job":"flux-sample",`, `{"job":"flux-sample-keygen",`),
 			[]string{`broker ConfigMap default/flux-sample-broker names Job "flux-sample-keygen" in its parameters but is mounted by Job "flux-sample"`}},
-		{"broker ConfigMap not mounted by its Job", replace(t, base, "name: flux-sample-broker\n        - name: curve", "name: other-broker\n        - name: curve"),
+		{"broker ConfigMap not mounted by its Job", replace(t, base, "name: flux-sample-broker\n        - name: keys", "name: other-broker\n        - name: keys"),
 			[]string{`broker ConfigMap default/flux-sample-broker names Job "flux-sample" in its parameters, but that Job does not mount it`}},
 		{"broker ConfigMap of a missing Job", drop(t, base, "Job", "flux-sample"),
 			[]string{"broker ConfigMap default/flux-sample-broker is mounted by no Job in namespace default"}},
