@@ -58,6 +58,17 @@ if [[ -f $cache/done ]]; then
 fi
 
 [[ $(id -u) == 0 ]] || die "needs root (debootstrap, chroot, mount)"
+# One build per output directory at a time; a second run waits and then uses its result.
+mkdir -p "$(dirname "$cache")"
+exec 9>"$cache.lock"
+if ! flock -n 9; then
+	echo "flux: another build of $cache is running; waiting for it"
+	flock 9
+fi
+if [[ -f $cache/done ]]; then
+	echo "flux: used the cache $cache (flux-core $version), built by the run we waited for"
+	exit 0
+fi
 need=()
 for p in debootstrap patchelf; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need+=("$p")

@@ -123,6 +123,31 @@ flux keygen /tmp/x.cert
 grep -q 'curve' /tmp/x.cert || fail "flux keygen wrote no curve certificate"
 lua5.1 -e 'local p = require "posix"; assert(p.getpid)' || fail "luaposix does not load from the view"
 timeout 60 flux start --test-size=1 flux python -c 'import flux, yaml, jsonschema, cffi; print("flux python ok", flux.Flux().attr_get("size"))'
+
+echo "== at run time, a broker and a flux python process map libraries only from /opt/software and glibc"
+cat >/tmp/maps.sh <<'MAPS'
+cat "/proc/$(flux getattr broker.pid)/maps"
+flux python -c 'import flux, yaml, jsonschema; flux.Flux().attr_get("size"); print(open("/proc/self/maps").read())'
+MAPS
+timeout 60 flux start --test-size=1 sh /tmp/maps.sh | awk '$6 ~ /\.so/ { print $6 }' | sort -u >/tmp/maps
+[ "$(grep -c '^/opt/software/' /tmp/maps)" -gt 10 ] || fail "fewer than 10 libraries from /opt/software in the maps"
+for lib in $(grep -v '^/opt/software/' /tmp/maps); do
+	pkg=$(dpkg -S "$lib" 2>/dev/null || dpkg -S "${lib#/usr}" 2>/dev/null || dpkg -S "/usr$lib" 2>/dev/null || true)
+	case $pkg in libc6:*) ;; *) fail "mapped at run time from outside /opt/software: $lib (owner: ${pkg:-none})" ;; esac
+done
+echo "ok: $(grep -c '^/opt/software/' /tmp/maps) libraries from /opt/software; others: $(grep -v '^/opt/software/' /tmp/maps | xargs -n1 basename | tr '\n' ' ')"
+
+echo "== image (a): flux from /opt/view itself, with the env the flux image sets"
+(
+	v=/opt/view
+	export PATH="$v/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	export PYTHONPATH="$v/lib/$pyver/site-packages"
+	export LUA_PATH="$v/share/lua/5.1/?.lua;$v/share/lua/5.1/?/init.lua;;"
+	export LUA_CPATH="$v/lib/lua/5.1/?.so;;"
+	out=$(timeout 120 flux start --test-size=2 flux run -N2 hostname)
+	[ "$(printf '%s\n' "$out" | wc -l)" -eq 2 ] || fail "from /opt/view: flux run -N2 hostname did not print two lines"
+	echo "ok"
+)
 echo "ALL OK"
 EOF
 echo "flux check: $dir"

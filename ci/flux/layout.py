@@ -39,7 +39,7 @@ NAMES = {
     "util-linux": "util-linux-uuid", "gcc-12": "gcc-runtime", "python-cffi": "py-cffi",
     "pyyaml": "py-pyyaml", "ply": "py-ply", "python-jsonschema": "py-jsonschema",
     "python-attrs": "py-attrs", "pyrsistent": "py-pyrsistent", "pycparser": "py-pycparser",
-    "xz-utils": "xz", "icu": "icu4c", "e2fsprogs": "e2fsprogs-libs", "lua-bit32": "lua-bit32",
+    "xz-utils": "xz", "icu": "icu4c", "e2fsprogs": "e2fsprogs-libs",
 }
 # Files of the packages that a runtime tree does not need.
 SKIP = re.compile(r"^/(usr/)?(share/(doc|man|info|lintian|bug|locale|doc-base|gdb|bash-completion)|etc|include)/")

@@ -6,7 +6,8 @@
 // busybox-static (/usr/bin/busybox), assembles each image with go-containerregistry and writes
 // one docker-save tarball per image (which `ctr images import`, `kind load image-archive` and
 // `docker load` read). An image whose input is missing is reported by name after the others
-// are written, and the exit status is 1.
+// are written, and the exit status is 1. With --flux-dir (the output of ci/flux/build.sh) it also
+// writes the flux, flux-view and app images (flux.go); without it they are skipped.
 package main
 
 import (
