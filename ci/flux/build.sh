@@ -14,6 +14,7 @@
 #   software.tar  opt/software, opt/views, opt/view: flux-core and all of its runtime
 #                 dependencies but glibc, each in its own prefix
 #   version       the flux-core version;  build.log  the log of the build;  done  the marker
+#   lock          held by a running build (flock); work/  the build root while building
 # A second run with the same source prints that it used the cache and does nothing else.
 # At the end of a fresh build it runs ci/flux/check.sh on the outputs.
 set -euo pipefail
@@ -59,8 +60,8 @@ fi
 
 [[ $(id -u) == 0 ]] || die "needs root (debootstrap, chroot, mount)"
 # One build per output directory at a time; a second run waits and then uses its result.
-mkdir -p "$(dirname "$cache")"
-exec 9>"$cache.lock"
+mkdir -p "$cache"
+exec 9>"$cache/lock"
 if ! flock -n 9; then
 	echo "flux: another build of $cache is running; waiting for it"
 	flock 9
@@ -189,7 +190,8 @@ in_build /bin/bash -c '
 	cd /root/src
 	FLUX_VERSION="$1" ./autogen.sh >/dev/null
 	export PYTHONPATH="$4"
-	./configure --prefix="$2" --disable-docs PYTHON="$3/bin/python3.11" >configure.log ||
+	./configure --prefix="$2" --disable-docs PYTHON="$3/bin/python3.11" \
+		--with-systemdsystemunitdir="$2/lib/systemd/system" >configure.log ||
 		{ tail -40 config.log; exit 1; }
 	make -j2 >make.log 2>&1 || { tail -60 make.log; exit 1; }
 	make install >install.log 2>&1 || { tail -60 install.log; exit 1; }

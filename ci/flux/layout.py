@@ -253,6 +253,12 @@ def cmd_deps(flux_version, flux_id, seeds):
     log(f"{len(prefixes)} prefixes, {len(mapped)} files, rpath set on {n} ELF files")
     py = next(p for p in prefixes if os.path.basename(p).startswith("python-"))
     os.symlink(PYVER, f"{py}/bin/python3")
+    # Byte-compiled python, as spack installs it (Debian compiles at install time instead): every
+    # flux python command and the brokers' rc1 would otherwise compile the stdlib, in a read-only
+    # root filesystem on every start.
+    pydirs = [f"{p}/lib/{PYVER}" for p in sorted(prefixes) if os.path.isdir(f"{p}/lib/{PYVER}")]
+    subprocess.run([f"{py}/bin/{PYVER}", "-m", "compileall", "-q", "-j", "0", "-x", "lib2to3/tests|test/", *pydirs],
+                   check=False, stdout=subprocess.DEVNULL)
     # Python's headers in its prefix, as spack has them (flux-core's configure asks the
     # interpreter for its include dir); Debian's pyconfig.h wrapper replaced by the real one.
     shutil.copytree(f"/usr/include/{PYVER}", f"{py}/include/{PYVER}")
