@@ -124,9 +124,7 @@ func TestInstallUninstallReinstall(t *testing.T) {
 		if hosts := r.brokerConfig()["hosts"]; hosts != "flux-sample-[0-15]" {
 			t.Errorf("broker ConfigMap hosts = %q, want flux-sample-[0-15]", hosts)
 		}
-		checkNotes(t, r, 6)
-
-		r.uninstall()
+		checkNotes(t, r, 6) // its last command uninstalls
 		waitNothingLeft(t, ns, r.name, time.Minute)
 
 		r.install("--set", "size=6,interactive=true")
