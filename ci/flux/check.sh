@@ -60,7 +60,7 @@ for p in python3 python3.11 python3-minimal libpython3.11 libpython3.11-minimal 
 		fail "BASE has the Debian package $p"
 	fi
 done
-for c in python3 python flux lua5.1; do
+for c in python3 python flux lua lua5.1; do
 	if command -v "$c" >/dev/null; then fail "BASE has $c on PATH: $(command -v "$c")"; fi
 done
 echo "ok"
@@ -121,7 +121,11 @@ grep -q 'foo-\[0-3\]' /tmp/R.json || fail "flux R encode: no foo-[0-3] in R"
 rm -f /tmp/x.cert
 flux keygen /tmp/x.cert
 grep -q 'curve' /tmp/x.cert || fail "flux keygen wrote no curve certificate"
-lua5.1 -e 'local p = require "posix"; assert(p.getpid)' || fail "luaposix does not load from the view"
+lua -e 'local p = require "posix"; assert(p.getpid)' || fail "luaposix does not load from the view"
+# flux cron is a lua script that needs luaposix (LUA_PATH, LUA_CPATH).
+timeout 60 flux start --test-size=1 sh -c 'flux cron interval 1s true && flux cron list' >/tmp/cron.out ||
+	{ cat /tmp/cron.out; fail "flux cron does not work"; }
+cat /tmp/cron.out
 timeout 60 flux start --test-size=1 flux python -c 'import flux, yaml, jsonschema, cffi; print("flux python ok", flux.Flux().attr_get("size"))'
 
 echo "== at run time, a broker and a flux python process map libraries only from /opt/software and glibc"

@@ -253,6 +253,9 @@ def cmd_deps(flux_version, flux_id, seeds):
     log(f"{len(prefixes)} prefixes, {len(mapped)} files, rpath set on {n} ELF files")
     py = next(p for p in prefixes if os.path.basename(p).startswith("python-"))
     os.symlink(PYVER, f"{py}/bin/python3")
+    # flux cron is a `#!/usr/bin/env lua` script; spack's lua has bin/lua, Debian's lua5.1.
+    lua = next(p for p in prefixes if os.path.basename(p).startswith("lua-5."))
+    os.symlink("lua5.1", f"{lua}/bin/lua")
     # Byte-compiled python, as spack installs it (Debian compiles at install time instead): every
     # flux python command and the brokers' rc1 would otherwise compile the stdlib, in a read-only
     # root filesystem on every start.
