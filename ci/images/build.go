@@ -37,7 +37,6 @@ type Written struct {
 const (
 	pkgKeygen = "./keygen/cmd/flux-keygen"
 	pkgPause  = "./ci/pause"
-	pkgFlux   = "./test/fluxstandin/cmd/flux"
 	source    = "https://github.com/minicluster/minicluster"
 )
 
@@ -87,16 +86,6 @@ func images(version string) []image {
 		},
 		{
 			ref: "localhost/minicluster/busybox:test", file: "busybox.tar", busybox: true,
-			config: v1.Config{Cmd: []string{"/bin/sh"}, Env: []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}},
-		},
-		{
-			ref: "localhost/minicluster/flux-standin:test", file: "flux-standin.tar", busybox: true,
-			binary: pkgFlux, binPath: "usr/bin/flux",
-			config: v1.Config{Cmd: []string{"/bin/sh"}, Env: []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}},
-		},
-		{
-			ref: "localhost/minicluster/flux-view-standin:test", file: "flux-view-standin.tar", busybox: true,
-			binary: pkgFlux, binPath: "opt/view/bin/flux",
 			config: v1.Config{Cmd: []string{"/bin/sh"}, Env: []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}},
 		},
 	}
