@@ -9,6 +9,12 @@
 // linux/arm64 by default): its static binary is rebuilt for each platform. Plain HTTP is used
 // for localhost and loopback registries, or for any with --insecure. Each pushed reference is
 // printed with its digest and size.
+//
+// With --check NAME:TAG[,NAME:TAG...] it pushes nothing: it asks the registry (an OCI HEAD) whether
+// those references exist and exits 0 when none does, 3 when some do (each printed with its
+// digest), 1 when the registry cannot tell (ci/release.sh uses it to refuse a released version):
+//
+//	go run ./ci/push --registry 127.0.0.1:5000/minicluster --check flux-keygen:1.2.3,charts/minicluster:1.2.3
 package main
 
 import (
@@ -27,6 +33,7 @@ func main() {
 	version := flag.String("version", "0.1.0", "version: the multi-platform images' tag and their binaries' -X main.version")
 	insecure := flag.Bool("insecure", false, "plain HTTP (always so for localhost and loopback addresses)")
 	platforms := flag.String("platforms", "linux/amd64,linux/arm64", "platforms of the multi-platform images (flux-keygen)")
+	check := flag.String("check", "", "push nothing; exit 3 if any of these comma-separated NAME:TAG (relative to --registry) exists, 0 if none, 1 on errors")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: go run ./ci/push --registry HOST[:PORT][/PATH] [--version V] [--insecure] [DIR (default bin/images)]\n")
 		flag.PrintDefaults()
@@ -35,6 +42,22 @@ func main() {
 	if *registry == "" {
 		fmt.Fprintln(os.Stderr, "push: --registry is required (e.g. --registry 127.0.0.1:5000/minicluster; bash ci/registry/up.sh starts one there)")
 		os.Exit(2)
+	}
+	if *check != "" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+		defer stop()
+		found, err := Existing(ctx, *registry, *insecure, strings.Split(*check, ","))
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "push: --check: %v\n", err)
+			os.Exit(1)
+		}
+		for _, f := range found {
+			fmt.Printf("%s@%s\texists (manifest %d bytes)\n", f.Ref, f.Digest, f.Size)
+		}
+		if len(found) > 0 {
+			os.Exit(3)
+		}
+		return
 	}
 	dir := "bin/images"
 	switch flag.NArg() {
