@@ -1,0 +1,442 @@
+package render
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/minicluster/minicluster/test/helmtest"
+)
+
+// busybox runs the rendered scripts, as the images' /bin/sh would.
+const busybox = "/usr/bin/busybox"
+
+// podPaths are the absolute paths the rendered entrypoint uses; the tests move them under a
+// temporary root.
+var podPaths = []string{"/minicluster/config", "/minicluster/run", "/minicluster/keys",
+	"/minicluster/scripts", "/etc/curve", "/etc/munge"}
+
+// fakeFlux stands in for flux. Every call's arguments go, one per line, to $fake/calls/N.
+// `flux R encode` prints a stand-in R and exits with the status in $fake/r-status (default 0).
+// Run K of `flux broker` follows line K of $fake/broker: "STATUS [SECONDS [SLEEP]]": it moves
+// the fake clock ($fake/clock, which the script's date reads) SECONDS ahead, really sleeps SLEEP
+// seconds (SIGTERM ends that with 143, noted in $fake/signals) and exits STATUS. A run with no
+// line kills the script, so a test that expected it to stop earlier fails at once.
+const fakeFlux = `#!/usr/bin/busybox sh
+fake=@FAKE@
+n=$(($(cat "$fake/ncalls" 2>/dev/null || echo 0) + 1))
+echo "$n" > "$fake/ncalls"
+mkdir -p "$fake/calls"
+: > "$fake/calls/$n"
+for arg in "$@"; do printf '%s\n' "$arg" >> "$fake/calls/$n"; done
+case $1 in
+R)
+  echo '{"version": 1, "fake": true}'
+  exit "$(cat "$fake/r-status" 2>/dev/null || echo 0)"
+  ;;
+broker)
+  k=$(($(cat "$fake/nbrokers" 2>/dev/null || echo 0) + 1))
+  echo "$k" > "$fake/nbrokers"
+  line=$(sed -n "${k}p" "$fake/broker")
+  if [ -z "$line" ]; then
+    echo "fake flux: no behaviour for broker run $k" >&2
+    kill -KILL "$PPID"
+    exit 99
+  fi
+  set -- $line
+  echo $(($(cat "$fake/clock") + ${2:-0})) > "$fake/clock"
+  if [ "${3:-0}" -gt 0 ]; then
+    trap 'kill "$child" 2>/dev/null; echo TERM >> "$fake/signals"; exit 143' TERM
+    sleep "$3" &
+    child=$!
+    : > "$fake/sleeping.$k"
+    wait "$child"
+  fi
+  exit "$1"
+  ;;
+esac
+echo "fake flux: unexpected call: $*" >&2
+exit 98
+`
+
+// fakeDate replaces busybox's date applet (which ash runs whatever PATH says) for `date +%s`.
+const fakeDate = `date() { if [ "$*" = +%s ]; then cat @FAKE@/clock; else command date "$@"; fi; }
+`
+
+// pod is one broker pod's entrypoint, ready to run on this machine.
+type pod struct {
+	root   string // stands for / of the pod: podPaths live under it
+	fake   string // the fake flux's files
+	script string
+	env    []string
+}
+
+func requireBusybox(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat(busybox); err != nil {
+		t.Fatalf("%s is missing: install the Debian package busybox-static (make deps)", busybox)
+	}
+}
+
+// newPod renders the chart and lays out pod index's files: the broker ConfigMap, a curve
+// certificate and a munge key, entrypoint.sh and env.sh with their paths under a temporary
+// root, the fake flux in the flux view's bin and the Job container's environment.
+func newPod(t *testing.T, opts helmtest.Options, index int) *pod {
+	t.Helper()
+	requireBusybox(t)
+	objs := render(t, opts)
+	scripts := get[*corev1.ConfigMap](t, objs, "ConfigMap", "flux-sample-entrypoint")
+	config := get[*corev1.ConfigMap](t, objs, "ConfigMap", "flux-sample-broker")
+	job := get[*batchv1.Job](t, objs, "Job", "flux-sample")
+
+	p := &pod{root: t.TempDir()}
+	p.fake = filepath.Join(p.root, "fake")
+	moved := func(s string) string {
+		for _, path := range append(podPaths, "/mnt/flux") {
+			s = strings.ReplaceAll(s, path, p.root+path)
+		}
+		return s
+	}
+	for _, path := range append(podPaths, "/fake", "/bin") {
+		require.NoError(t, os.MkdirAll(p.root+path, 0o755))
+	}
+	for k, v := range config.Data {
+		p.write(t, "/minicluster/config/"+k, v, 0o644)
+	}
+	p.write(t, "/minicluster/keys/curve.cert", "fake curve certificate\n", 0o644)
+	p.write(t, "/minicluster/keys/munge.key", "fake munge key\n", 0o644)
+	p.write(t, "/fake/clock", "1000\n", 0o644)
+	p.write(t, "/fake/broker", "", 0o644)
+	p.write(t, "/minicluster/scripts/env.sh", moved(scripts.Data["env.sh"]), 0o555)
+	entrypoint := moved(scripts.Data["entrypoint.sh"])
+	shebang, rest, ok := strings.Cut(entrypoint, "\n")
+	require.True(t, ok && strings.HasPrefix(shebang, "#!"), "entrypoint.sh starts with a #! line")
+	p.script = p.write(t, "/minicluster/scripts/entrypoint.sh",
+		shebang+"\n"+strings.ReplaceAll(fakeDate, "@FAKE@", p.fake)+rest, 0o555)
+
+	var flux *corev1.Container
+	for i := range job.Spec.Template.Spec.Containers {
+		if c := &job.Spec.Template.Spec.Containers[i]; c.Name == "flux" {
+			flux = c
+		}
+	}
+	require.NotNil(t, flux, "the Job has a flux container")
+	p.env = []string{"PATH=" + p.root + "/bin", "JOB_COMPLETION_INDEX=" + strconv.Itoa(index)}
+	view := ""
+	for _, e := range flux.Env {
+		if strings.HasPrefix(e.Name, "MINICLUSTER_") {
+			require.Nilf(t, e.ValueFrom, "%s is a plain value", e.Name)
+			p.env = append(p.env, e.Name+"="+moved(e.Value))
+			if e.Name == "MINICLUSTER_FLUX_VIEW" {
+				view = moved(e.Value)
+			}
+		}
+	}
+	// Flux comes from the view when there is one, as in the pod; else from PATH.
+	bin := p.root + "/bin"
+	if view != "" {
+		bin = view + "/bin"
+	}
+	require.NoError(t, os.MkdirAll(bin, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "flux"), []byte(strings.ReplaceAll(fakeFlux, "@FAKE@", p.fake)), 0o755))
+	return p
+}
+
+// write writes a file under the pod's root and returns its path.
+func (p *pod) write(t *testing.T, path, content string, mode os.FileMode) string {
+	t.Helper()
+	full := p.root + path
+	require.NoError(t, os.WriteFile(full, []byte(content), mode))
+	require.NoError(t, os.Chmod(full, mode))
+	return full
+}
+
+// brokers says how the successive broker runs end: "STATUS [SECONDS [SLEEP]]" each.
+func (p *pod) brokers(t *testing.T, runs ...string) {
+	t.Helper()
+	p.write(t, "/fake/broker", strings.Join(runs, "\n")+"\n", 0o644)
+}
+
+// start starts the entrypoint; wait returns its exit status and output.
+func (p *pod) start(t *testing.T) (cmd *exec.Cmd, wait func() (int, string)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	cmd = exec.CommandContext(ctx, busybox, "sh", p.script)
+	cmd.Dir = p.root
+	cmd.Env = p.env
+	cmd.WaitDelay = 5 * time.Second
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	require.NoError(t, cmd.Start())
+	return cmd, func() (int, string) {
+		defer cancel()
+		err := cmd.Wait()
+		require.NoError(t, ctx.Err(), "entrypoint.sh did not finish within a minute:\n%s", out.String())
+		if err != nil {
+			if _, ok := err.(*exec.ExitError); !ok {
+				t.Fatalf("run entrypoint.sh: %v", err)
+			}
+		}
+		return cmd.ProcessState.ExitCode(), out.String()
+	}
+}
+
+// run runs the entrypoint to its end.
+func (p *pod) run(t *testing.T) (int, string) {
+	t.Helper()
+	_, wait := p.start(t)
+	return wait()
+}
+
+// calls lists the fake flux's calls in order, each as its arguments.
+func (p *pod) calls(t *testing.T) [][]string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(p.fake, "calls", "*"))
+	require.NoError(t, err)
+	sort.Slice(files, func(i, j int) bool {
+		a, _ := strconv.Atoi(filepath.Base(files[i]))
+		b, _ := strconv.Atoi(filepath.Base(files[j]))
+		return a < b
+	})
+	var calls [][]string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		calls = append(calls, strings.Split(strings.TrimSuffix(string(b), "\n"), "\n"))
+	}
+	return calls
+}
+
+// brokerRuns is the calls of `flux broker`.
+func (p *pod) brokerRuns(t *testing.T) [][]string {
+	var runs [][]string
+	for _, c := range p.calls(t) {
+		if c[0] == "broker" {
+			runs = append(runs, c)
+		}
+	}
+	return runs
+}
+
+func TestEntrypointInteractiveLead(t *testing.T) {
+	t.Parallel()
+	p := newPod(t, helmtest.Options{}, 0)
+	p.brokers(t, "0 60", "0 0 30")
+	cmd, wait := p.start(t)
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(filepath.Join(p.fake, "sleeping.2"))
+		return err == nil
+	}, 30*time.Second, 20*time.Millisecond, "the broker starts again after it exits 0")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	status, out := wait()
+	assert.Equal(t, 143, status, out)
+	assert.Contains(t, out, "minicluster[0]: lead broker: 4 of hosts flux-sample-[0-15], quorum 4")
+	assert.Contains(t, out, "the instance ended: starting the broker again to rejoin the lead")
+	assert.Contains(t, out, "SIGTERM: stopping the broker")
+	signals, err := os.ReadFile(filepath.Join(p.fake, "signals"))
+	require.NoError(t, err, "the broker got no SIGTERM")
+	assert.Equal(t, "TERM\n", string(signals))
+
+	runs := p.brokerRuns(t)
+	require.Len(t, runs, 2, out)
+	assert.Equal(t, runs[0], runs[1], "every run has the same arguments")
+	assert.Equal(t, []string{"broker",
+		"--config-path=" + p.root + "/minicluster/config",
+		"-Srundir=" + p.root + "/minicluster/run/flux",
+		"-Slocal-uri=local://" + p.root + "/minicluster/run/flux/local",
+		"-Sbroker.quorum=4",
+		"-Stbon.connect_timeout=5s",
+		"-Slog-stderr-level=6",
+		"-Slog-stderr-mode=local",
+		"-Sbroker.rc2_none=1"}, runs[0])
+	info, err := os.Stat(p.root + "/minicluster/run/flux")
+	require.NoError(t, err, "the broker's rundir")
+	assert.Equal(t, os.FileMode(0o700), info.Mode().Perm())
+}
+
+func TestEntrypointEphemeralLeadExitsWithTheCommandsStatus(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		set  []string
+		tail []string
+	}{
+		{"command", []string{"command=hostname -s"}, []string{"/bin/sh", "-c", "hostname -s"}},
+		{"tasks", []string{"command=hostname", "tasks=8"},
+			[]string{"flux", "submit", "--quiet", "--watch", "-N", "4", "-n", "8", "/bin/sh", "-c", "hostname"}},
+	} {
+		for _, exit := range []int{0, 3} {
+			t.Run(fmt.Sprintf("%s exit %d", tc.name, exit), func(t *testing.T) {
+				t.Parallel()
+				p := newPod(t, helmtest.Options{Set: tc.set}, 0)
+				p.brokers(t, fmt.Sprintf("%d 30", exit))
+				status, out := p.run(t)
+				assert.Equal(t, exit, status, out)
+				assert.Contains(t, out, fmt.Sprintf("the command ended with status %d", exit))
+				runs := p.brokerRuns(t)
+				require.Len(t, runs, 1, "an ephemeral lead runs its command once")
+				assert.NotContains(t, runs[0], "-Sbroker.rc2_none=1")
+				assert.Equal(t, tc.tail, runs[0][len(runs[0])-len(tc.tail):])
+			})
+		}
+	}
+}
+
+func TestEntrypointWorker(t *testing.T) {
+	t.Parallel()
+	t.Run("rejoins", func(t *testing.T) {
+		t.Parallel()
+		p := newPod(t, helmtest.Options{}, 2)
+		p.brokers(t, "0 60", "0 60", "1", "1", "1")
+		status, out := p.run(t)
+		assert.Equal(t, 78, status, out)
+		assert.Len(t, p.brokerRuns(t), 5, out)
+		assert.Equal(t, 2, strings.Count(out, "minicluster[2]: the instance ended: starting the broker again to rejoin the lead"), out)
+		assert.NotContains(t, out, "lead broker")
+	})
+	t.Run("without successPolicy ends with the instance", func(t *testing.T) {
+		t.Parallel()
+		p := newPod(t, helmtest.Options{Set: []string{"command=hostname"}, KubeVersion: "v1.30.0"}, 1)
+		require.Contains(t, p.env, "MINICLUSTER_REJOIN=false")
+		p.brokers(t, "0 60")
+		status, out := p.run(t)
+		assert.Equal(t, 0, status, out)
+		assert.Contains(t, out, "minicluster[1]: the instance ended\n")
+		assert.Len(t, p.brokerRuns(t), 1)
+	})
+}
+
+func TestEntrypointBrokerThatCannotStart(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		runs  []string
+		want  int // broker runs
+		final string
+	}{
+		{"three quick failures", []string{"1 0", "2 5", "3 9"}, 3, "last exit status 3"},
+		{"a slow failure starts the count again", []string{"1 0", "1 0", "4 10", "1 0", "5 0"}, 5, "last exit status 5"},
+		{"a success starts the count again", []string{"1 0", "1 0", "0 0", "1 0", "1 0", "6 0"}, 6, "last exit status 6"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := newPod(t, helmtest.Options{}, 1)
+			p.brokers(t, tc.runs...)
+			status, out := p.run(t)
+			assert.Equal(t, 78, status, out)
+			assert.Len(t, p.brokerRuns(t), tc.want, out)
+			assert.Contains(t, out, "minicluster[1]: error: flux broker failed 3 times in a row within 10 s of starting ("+tc.final+")")
+			assert.Contains(t, out, "broker exited with status 1: starting it again")
+		})
+	}
+}
+
+func TestEntrypointBrokerOptionsStayWhole(t *testing.T) {
+	t.Parallel()
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	require.NoError(t, os.WriteFile(values, []byte(`flux:
+  brokerOptions: ["-Sa=1", "-Sb=x y", "-Sc=*", "-Sd=$HOME"]
+  topology: kary:2
+`), 0o644))
+	p := newPod(t, helmtest.Options{ValuesFiles: []string{values}}, 0)
+	p.brokers(t, "0 60", "0 0 30")
+	cmd, wait := p.start(t)
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(filepath.Join(p.fake, "sleeping.2"))
+		return err == nil
+	}, 30*time.Second, 20*time.Millisecond)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	status, out := wait()
+	assert.Equal(t, 143, status, out)
+	runs := p.brokerRuns(t)
+	require.Len(t, runs, 2)
+	for _, run := range runs {
+		assert.Equal(t, []string{"-Stbon.topo=kary:2", "-Sa=1", "-Sb=x y", "-Sc=*", "-Sd=$HOME", "-Sbroker.rc2_none=1"}, run[len(run)-6:])
+	}
+}
+
+func TestEntrypointInstallsKeysAndResources(t *testing.T) {
+	t.Parallel()
+	p := newPod(t, helmtest.Options{}, 3)
+	// A read-only copy from an earlier run of the container is replaced.
+	p.write(t, "/etc/curve/curve.cert", "stale\n", 0o400)
+	p.brokers(t, "0 60")
+	p.env = append(p.env, "MINICLUSTER_REJOIN=false")
+	status, out := p.run(t)
+	require.Equal(t, 0, status, out)
+	for _, f := range []struct{ key, installed string }{
+		{"curve.cert", "/etc/curve/curve.cert"},
+		{"munge.key", "/etc/munge/munge.key"},
+	} {
+		info, err := os.Stat(p.root + f.installed)
+		require.NoError(t, err)
+		assert.Equalf(t, os.FileMode(0o400), info.Mode().Perm(), "%s mode", f.installed)
+		got, err := os.ReadFile(p.root + f.installed)
+		require.NoError(t, err)
+		want, err := os.ReadFile(p.root + "/minicluster/keys/" + f.key)
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(got))
+	}
+	calls := p.calls(t)
+	require.NotEmpty(t, calls)
+	assert.Equal(t, []string{"R", "encode", "--hosts=flux-sample-[0-15]", "--local"}, calls[0])
+	r, err := os.ReadFile(p.root + "/minicluster/run/R")
+	require.NoError(t, err)
+	assert.Equal(t, "{\"version\": 1, \"fake\": true}\n", string(r))
+}
+
+func TestEntrypointFailsWithoutFlux(t *testing.T) {
+	t.Parallel()
+	t.Run("R encode fails", func(t *testing.T) {
+		t.Parallel()
+		p := newPod(t, helmtest.Options{Set: []string{"maxSize=6"}}, 0)
+		p.write(t, "/fake/r-status", "1\n", 0o644)
+		status, out := p.run(t)
+		assert.Equal(t, 78, status, out)
+		assert.Contains(t, out, "minicluster[0]: error: flux R encode --hosts=flux-sample-[0-5] failed: Flux cannot run in this image")
+		assert.Empty(t, p.brokerRuns(t))
+	})
+	t.Run("no flux in the view", func(t *testing.T) {
+		t.Parallel()
+		p := newPod(t, helmtest.Options{}, 0)
+		view := p.envValue(t, "MINICLUSTER_FLUX_VIEW")
+		require.NoError(t, os.Remove(view+"/bin/flux"))
+		status, out := p.run(t)
+		assert.Equal(t, 78, status, out)
+		assert.Contains(t, out, "error: flux is not in the flux view at "+view+"/bin: set flux.view.image")
+	})
+	t.Run("no flux in the image", func(t *testing.T) {
+		t.Parallel()
+		p := newPod(t, helmtest.Options{Set: []string{"flux.view.enabled=false", "image=example.com/no-flux:1"}}, 0)
+		require.NoError(t, os.Remove(p.root+"/bin/flux"))
+		status, out := p.run(t)
+		assert.Equal(t, 78, status, out)
+		assert.Contains(t, out, "error: flux is not on PATH in image example.com/no-flux:1: set flux.view.enabled=true")
+	})
+}
+
+// envValue is the value of an environment variable of the pod.
+func (p *pod) envValue(t *testing.T, name string) string {
+	t.Helper()
+	for _, e := range p.env {
+		if v, ok := strings.CutPrefix(e, name+"="); ok {
+			return v
+		}
+	}
+	t.Fatalf("the pod has no %s", name)
+	return ""
+}
