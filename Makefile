@@ -8,12 +8,14 @@ export HELM3 ?= $(BIN)/tools/helm3/helm
 export HELM4 ?= $(BIN)/tools/helm4/helm
 # The local cluster keeps all of its state here; its kubeconfig is $(CLUSTER_DIR)/kubeconfig.
 export CLUSTER_DIR ?= $(ROOT)/.cluster
-VERSION := 0.1.0
+# The version lives in ./VERSION alone; ci/release.sh stamps it into the packaged chart (version,
+# appVersion, the keygen image in its artifacthub.io/images) and the Helm 4 plugin.
+VERSION ?= $(shell cat VERSION)
 # Short, bounded fuzz runs that `make test` does (package:target).
 FUZZ_TARGETS := ./keygen:FuzzParseCert ./postrender:FuzzRender
 FUZZ_TIME ?= 10s
 
-.PHONY: all deps build tools flux image images push test unit lint fuzz e2e cluster-up cluster-down kind-up demo bench bench-e2e
+.PHONY: all deps build tools flux image images push test unit lint fuzz e2e cluster-up cluster-down kind-up demo bench bench-e2e release
 
 all: build
 
@@ -46,6 +48,10 @@ push: ## the images to REGISTRY=host[:port][/path] (flux-keygen as a linux/amd64
 	@if [ -z "$(REGISTRY)" ]; then echo "make push: set REGISTRY=host[:port][/path], e.g. make push REGISTRY=127.0.0.1:5000/minicluster (bash ci/registry/up.sh starts a registry there)" >&2; exit 1; fi
 	$(MAKE) --no-print-directory images
 	go run ./ci/push --registry $(REGISTRY) --version $(VERSION) $(PUSH_FLAGS) $(BIN)/images
+
+release: tools flux ## VERSION=x.y.z REGISTRY=host[:port]/path: images (Flux ones too) + chart (signed with SIGN_KEY and KEYRING if set) to REGISTRY, from a clean tree, once per version
+	@if [ -z "$(REGISTRY)" ]; then echo "make release: set REGISTRY=host[:port]/path (and VERSION=x.y.z, default: ./VERSION)" >&2; exit 1; fi
+	MINICLUSTER_FLUX_DIR="$$(bash ci/flux/build.sh --print-dir)" VERSION=$(VERSION) REGISTRY=$(REGISTRY) bash ci/release.sh
 
 test: deps build tools lint unit fuzz ## everything; the end-to-end part too when a cluster is reachable
 	@kc=$${KUBECONFIG:-$(CLUSTER_DIR)/kubeconfig}; \

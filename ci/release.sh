@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# release.sh publishes one version of minicluster to an OCI registry, from a clean git tree:
+#
+#   VERSION=x.y.z REGISTRY=host[:port]/path bash ci/release.sh     (make release does this)
+#
+# 1. refuses a dirty tree (any line of `git status --porcelain`, untracked files included) and a
+#    version already released there (flux-keygen:VERSION or charts/minicluster:VERSION exists:
+#    an OCI HEAD through `ci/push --check`; a registry that cannot answer stops the release too);
+# 2. builds the images into bin/release/images-VERSION (go run ./ci/images --version VERSION; the
+#    flux, flux-view and app images only when MINICLUSTER_FLUX_DIR names a ci/flux/build.sh
+#    output, as `make release` sets it; without it they are skipped, with a warning);
+# 3. pushes them (go run ./ci/push: flux-keygen as a linux/amd64+arm64 index);
+# 4. stamps VERSION into a temporary copy of the chart (version, appVersion, the flux-keygen image
+#    of artifacthub.io/images) -- the tree keeps ./VERSION as the one source and is not touched --,
+#    `helm package`s it into bin/release/ and `helm push`es it to oci://REGISTRY/charts, the
+#    provenance file with it when signed;
+# 5. packages the Helm 4 post-renderer plugin (plugin.yaml stamped the same way, this host's
+#    platform) into bin/release/ (not pushed);
+# 6. reads the chart back (helm pull --verify when signed) and prints every pushed reference with
+#    its digest and size.
+#
+# Environment:
+#   VERSION      x.y.z[-pre] (default: ./VERSION); no +build metadata (OCI tags cannot carry '+')
+#   REGISTRY     host[:port]/path, no scheme (required)
+#   INSECURE=1   plain HTTP to REGISTRY (always so for localhost and loopback addresses)
+#   SIGN_KEY, KEYRING  sign the chart (helm package --sign --key SIGN_KEY --keyring KEYRING, a
+#                GnuPG secret keyring in the legacy format: gpg --export-secret-keys >KEYRING) and the
+#                plugin; VERIFY_KEYRING (default KEYRING) is what the read-back verifies against.
+#                Unset: nothing is signed and the summary says so.
+#   HELM         the helm CLI (default: $HELM3, else bin/tools/helm3/helm); HELM4 (default
+#                bin/tools/helm4/helm) packages the plugin.
+#   RELEASE_DIR  output directory (default bin/release)
+set -euo pipefail
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$REPO"
+
+say() { printf 'release: %s\n' "$*"; }
+die() { printf 'release: %s\n' "$*" >&2; exit 1; }
+
+VERSION=${VERSION:-$(cat VERSION)}
+REGISTRY=${REGISTRY:-}
+HELM=${HELM:-${HELM3:-$REPO/bin/tools/helm3/helm}}
+HELM4=${HELM4:-$REPO/bin/tools/helm4/helm}
+RELEASE_DIR=${RELEASE_DIR:-$REPO/bin/release}
+SIGN_KEY=${SIGN_KEY:-}
+KEYRING=${KEYRING:-}
+VERIFY_KEYRING=${VERIFY_KEYRING:-$KEYRING}
+
+# ---- arguments -----------------------------------------------------------------------------
+[[ -n $REGISTRY ]] || die "set REGISTRY=host[:port]/path (e.g. 127.0.0.1:5000/minicluster; bash ci/registry/up.sh starts a registry there)"
+[[ $REGISTRY != *://* ]] || die "REGISTRY=$REGISTRY: give host[:port]/path, without a scheme"
+REGISTRY=${REGISTRY%/}
+semver='^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$'
+[[ $VERSION =~ $semver ]] || die "VERSION=$VERSION is not x.y.z[-prerelease] (semantic version, no +build: OCI tags cannot carry '+')"
+if [[ -n $SIGN_KEY || -n $KEYRING ]]; then
+	[[ -n $SIGN_KEY && -n $KEYRING ]] || die "signing needs both SIGN_KEY (key name) and KEYRING (secret keyring); give neither to release unsigned"
+	[[ -f $KEYRING ]] || die "KEYRING=$KEYRING: no such file"
+	[[ -f $VERIFY_KEYRING ]] || die "VERIFY_KEYRING=$VERIFY_KEYRING: no such file"
+fi
+for h in "$HELM" "$HELM4"; do
+	[[ -x $h ]] || die "no helm CLI at $h (make tools builds it)"
+done
+host=${REGISTRY%%/*}
+hostname=${host%:*}
+hostname=${hostname#[}
+hostname=${hostname%]}
+plain_http=()
+push_flags=()
+if [[ ${INSECURE:-} == 1 || $hostname == localhost || $hostname == 127.* || $hostname == ::1 ]]; then
+	plain_http=(--plain-http)
+	push_flags=(--insecure)
+fi
+
+# ---- a clean tree ------------------------------------------------------------------------
+git rev-parse --is-inside-work-tree >/dev/null 2>&1 || die "$REPO is not a git work tree"
+dirty=$(git status --porcelain --untracked-files=all)
+if [[ -n $dirty ]]; then
+	printf '%s\n' "$dirty" | head -n 20 >&2
+	die "the git tree is dirty ($(printf '%s\n' "$dirty" | wc -l) paths above, untracked ones count): commit or remove them; a release is built from a commit only"
+fi
+commit=$(git rev-parse HEAD)
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/minicluster-release.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+# ---- not released yet ----------------------------------------------------------------------
+say "building ci/push"
+go build -o "$tmp/push" ./ci/push
+rc=0
+existing=$("$tmp/push" --registry "$REGISTRY" "${push_flags[@]}" --check "flux-keygen:$VERSION,charts/minicluster:$VERSION" 2>"$tmp/check.err") || rc=$?
+case $rc in
+0) say "$VERSION is not released at $REGISTRY yet" ;;
+3) printf '%s\n' "$existing" >&2
+	die "version $VERSION is already released at $REGISTRY (above): released versions are never overwritten; release a new version (VERSION=x.y.z)" ;;
+*) cat "$tmp/check.err" >&2
+	die "cannot tell whether $VERSION is already released at $REGISTRY (above); nothing was pushed" ;;
+esac
+
+# ---- the version, stamped into copies ----------------------------------------------------
+# stamp FILE KEY: the top-level "KEY: ..." line of FILE becomes "KEY: VERSION" (exactly one).
+stamp() {
+	local file=$1 key=$2 n
+	n=$(grep -c "^$key:" "$file" || true)
+	[[ $n == 1 ]] || die "$file: $n top-level '$key:' lines, want 1"
+	sed -i "s|^$key:.*|$key: \"$VERSION\"|" "$file"
+}
+mkdir -p "$tmp/chart"
+cp -r charts/minicluster "$tmp/chart/"
+chart_yaml=$tmp/chart/minicluster/Chart.yaml
+stamp "$chart_yaml" version
+stamp "$chart_yaml" appVersion
+grep -q 'image: ghcr.io/minicluster/flux-keygen:' "$chart_yaml" || die "Chart.yaml: no flux-keygen image in artifacthub.io/images"
+sed -i "s|\(image: ghcr.io/minicluster/flux-keygen:\).*|\1$VERSION|" "$chart_yaml"
+mkdir -p "$tmp/plugin/minicluster"
+cp postrender/plugin/plugin.yaml "$tmp/plugin/minicluster/"
+stamp "$tmp/plugin/minicluster/plugin.yaml" version
+
+# ---- images --------------------------------------------------------------------------------
+images=$RELEASE_DIR/images-$VERSION
+rm -rf "$images"
+mkdir -p "$RELEASE_DIR"
+if [[ -z ${MINICLUSTER_FLUX_DIR:-} ]]; then
+	say "WARNING: MINICLUSTER_FLUX_DIR is unset: the flux, flux-view and app images are NOT built or pushed (make release builds Flux and sets it)"
+fi
+say "building the images into $images"
+go run ./ci/images --out "$images" --version "$VERSION" >"$tmp/images.out"
+say "pushing the images to $REGISTRY"
+"$tmp/push" --registry "$REGISTRY" --version "$VERSION" "${push_flags[@]}" "$images" >"$tmp/pushed.out"
+
+# ---- chart ---------------------------------------------------------------------------------
+sign=()
+if [[ -n $SIGN_KEY ]]; then
+	sign=(--sign --key "$SIGN_KEY" --keyring "$KEYRING")
+fi
+tgz=$RELEASE_DIR/minicluster-$VERSION.tgz
+rm -f "$tgz" "$tgz.prov"
+"$HELM" lint --strict "$tmp/chart/minicluster" >"$tmp/lint.out" || { cat "$tmp/lint.out" >&2; die "helm lint --strict failed on the stamped chart"; }
+"$HELM" package "$tmp/chart/minicluster" -d "$RELEASE_DIR" --version "$VERSION" --app-version "$VERSION" "${sign[@]}" >/dev/null
+[[ -f $tgz ]] || die "helm package wrote no $tgz"
+if [[ -n $SIGN_KEY ]]; then
+	"$HELM" verify "$tgz" --keyring "$VERIFY_KEYRING" >/dev/null || die "helm verify $tgz failed against $VERIFY_KEYRING"
+fi
+say "pushing the chart to oci://$REGISTRY/charts"
+"$HELM" push "$tgz" "oci://$REGISTRY/charts" "${plain_http[@]}" >"$tmp/helm-push.out" 2>&1 || { cat "$tmp/helm-push.out" >&2; die "helm push failed"; }
+chart_digest=$(sed -n 's/^Digest: //p' "$tmp/helm-push.out")
+
+# ---- plugin (Helm 4), this host's platform ---------------------------------------------------
+CGO_ENABLED=0 go build -trimpath -o "$tmp/plugin/minicluster/minicluster-postrender" ./postrender/cmd/minicluster-postrender
+plugin_sign=(--sign=false)
+if [[ -n $SIGN_KEY ]]; then
+	plugin_sign=(--sign --key "$SIGN_KEY" --keyring "$KEYRING")
+fi
+"$HELM4" plugin package "$tmp/plugin/minicluster" -d "$tmp/plugin-out" "${plugin_sign[@]}" >/dev/null
+plugin_tgz=$RELEASE_DIR/minicluster-postrender-plugin-$VERSION-$(go env GOOS)-$(go env GOARCH).tgz
+for f in "$tmp/plugin-out"/*; do
+	case $f in
+	*.prov) mv "$f" "$plugin_tgz.prov" ;;
+	*) mv "$f" "$plugin_tgz" ;;
+	esac
+done
+
+# ---- read back -------------------------------------------------------------------------------
+pulled=$tmp/pulled
+mkdir -p "$pulled"
+verify=()
+if [[ -n $SIGN_KEY ]]; then
+	verify=(--verify --keyring "$VERIFY_KEYRING")
+fi
+"$HELM" pull "oci://$REGISTRY/charts/minicluster" --version "$VERSION" "${plain_http[@]}" "${verify[@]}" -d "$pulled" >"$tmp/pull.out" 2>&1 ||
+	{ cat "$tmp/pull.out" >&2; die "the pushed chart does not pull back${SIGN_KEY:+ with --verify}"; }
+"$HELM" show chart "$pulled/minicluster-$VERSION.tgz" | grep -qx "version: $VERSION" || die "the pulled chart is not version $VERSION"
+[[ -z $(git status --porcelain --untracked-files=all) ]] || die "the release left the tree dirty (a bug in ci/release.sh): git status"
+
+# ---- summary ---------------------------------------------------------------------------------
+size() { stat -c %s "$1"; }
+echo
+echo "released minicluster $VERSION from commit $commit to $REGISTRY:"
+cat "$tmp/pushed.out"
+printf '%s\t%d bytes (chart %d', "oci://$REGISTRY/charts/minicluster:$VERSION@$chart_digest" \
+	"$(($(size "$tgz") + $([[ -f $tgz.prov ]] && size "$tgz.prov" || echo 0)))" "$(size "$tgz")"
+if [[ -f $tgz.prov ]]; then
+	printf ' + provenance %d' "$(size "$tgz.prov")"
+fi
+echo ')'
+echo "files in $RELEASE_DIR:"
+for f in "$tgz" "$tgz.prov" "$plugin_tgz" "$plugin_tgz.prov"; do
+	if [[ -f $f ]]; then printf '  %s\t%d bytes\n' "${f#"$RELEASE_DIR"/}" "$(size "$f")"; fi
+done
+if [[ -n $SIGN_KEY ]]; then
+	echo "signed with '$SIGN_KEY' ($KEYRING); pulled back with helm pull --verify: $(grep -m1 '^Signed by' "$tmp/pull.out" || echo ok)"
+else
+	echo "NOT signed (set SIGN_KEY and KEYRING to sign the chart and the plugin)"
+fi
+if [[ -z ${MINICLUSTER_FLUX_DIR:-} ]]; then
+	echo "NOT pushed: the flux, flux-view and app images (MINICLUSTER_FLUX_DIR unset; make release builds them)"
+fi
