@@ -68,6 +68,7 @@ lint:
 	go vet -tags e2e ./...
 	$(HELM3) lint --strict charts/minicluster
 	for f in values/*.yaml; do $(HELM3) lint --strict charts/minicluster -f $$f || exit 1; done
+	bash ci/lint-scripts.sh
 
 fuzz:
 	for t in $(FUZZ_TARGETS); do go test -run='^$$' -fuzz="^$${t#*:}$$" -fuzztime=$(FUZZ_TIME) "$${t%%:*}" || exit 1; done
