@@ -176,12 +176,11 @@ size() { stat -c %s "$1"; }
 echo
 echo "released minicluster $VERSION from commit $commit to $REGISTRY:"
 cat "$tmp/pushed.out"
-printf '%s\t%d bytes (chart %d', "oci://$REGISTRY/charts/minicluster:$VERSION@$chart_digest" \
-	"$(($(size "$tgz") + $([[ -f $tgz.prov ]] && size "$tgz.prov" || echo 0)))" "$(size "$tgz")"
-if [[ -f $tgz.prov ]]; then
-	printf ' + provenance %d' "$(size "$tgz.prov")"
-fi
-echo ')'
+chart_size=$(size "$tgz")
+prov_size=0
+if [[ -f $tgz.prov ]]; then prov_size=$(size "$tgz.prov"); fi
+printf '%s\t%d bytes (chart %d, provenance %d)\n' "oci://$REGISTRY/charts/minicluster:$VERSION@$chart_digest" \
+	"$((chart_size + prov_size))" "$chart_size" "$prov_size"
 echo "files in $RELEASE_DIR:"
 for f in "$tgz" "$tgz.prov" "$plugin_tgz" "$plugin_tgz.prov"; do
 	if [[ -f $f ]]; then printf '  %s\t%d bytes\n' "${f#"$RELEASE_DIR"/}" "$(size "$f")"; fi
