@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -72,7 +73,14 @@ func floorReady(ns, name string, size int) (bool, string) {
 
 func BenchmarkMiniCluster(b *testing.B) {
 	benchHelm := envOr("BENCH_HELM", helm4)
-	var ephemeral, interactive, helmReturned, resize, uninstall, floor time.Duration
+	// BENCH_SET adds chart values, e.g. flux.view.enabled=false,image=localhost/minicluster/flux:test.
+	set := func(values string) []string {
+		if extra := os.Getenv("BENCH_SET"); extra != "" {
+			values += "," + extra
+		}
+		return []string{"--set", values}
+	}
+	var ephemeral, interactive, helmReturned, resize, uninstall, brokersStopped, floor time.Duration
 	for b.Loop() {
 		// The floor in the same run, next to what sits on it.
 		ns := newNamespace(b, "floor")
@@ -84,7 +92,7 @@ func BenchmarkMiniCluster(b *testing.B) {
 		ns = newNamespace(b, "bench-eph")
 		r := newRelease(b, ns, "flux-sample", benchHelm)
 		start = time.Now()
-		r.install("--set", fmt.Sprintf("size=%d", benchSize), "--set-string", fmt.Sprintf("command=flux run -N %d hostname", benchSize))
+		r.install(append(set(fmt.Sprintf("size=%d", benchSize)), "--set-string", fmt.Sprintf("command=flux run -N %d hostname", benchSize))...)
 		helmReturned += time.Since(start)
 		eventuallyFast(b, 3*time.Minute, "lead Succeeded", func() (bool, string) {
 			pods, _, err := brokerPods(ns, r.name)
@@ -98,13 +106,13 @@ func BenchmarkMiniCluster(b *testing.B) {
 		ns = newNamespace(b, "bench")
 		r = newRelease(b, ns, "flux-sample", benchHelm)
 		start = time.Now()
-		r.install("--set", fmt.Sprintf("size=%d,interactive=true", benchSize))
+		r.install(set(fmt.Sprintf("size=%d,interactive=true", benchSize))...)
 		pods := waitFluxUp(b, ns, r.name, benchSize, 16, wiringTimeout)
 		interactive += logTimeOf(b, ns, pods[0].Name, "quorum-full: quorum->run").Sub(start)
 		r.uninstall()
 		waitNothingLeft(b, ns, r.name, 2*time.Minute)
 
-		r.install("--set", "size=2,interactive=true")
+		r.install(set("size=2,interactive=true")...)
 		waitFluxUp(b, ns, r.name, 2, 16, wiringTimeout)
 		start = time.Now()
 		if _, err := r.upgrade("--set", "size=4"); err != nil {
@@ -116,17 +124,24 @@ func BenchmarkMiniCluster(b *testing.B) {
 
 		start = time.Now()
 		r.uninstall()
+		var brokersGone time.Duration
 		eventuallyFast(b, 2*time.Minute, "nothing left", func() (bool, string) {
+			if _, n, err := brokerPods(ns, r.name); err == nil && n == 0 && brokersGone == 0 {
+				brokersGone = time.Since(start)
+			}
 			left, err := leftovers(ns, r.name)
 			return err == nil && len(left) == 0, fmt.Sprintf("%v %v", left, err)
 		})
 		uninstall += time.Since(start)
+		brokersStopped += brokersGone
+		b.Logf("uninstall: broker pods gone after %v, nothing left after %v", brokersGone, time.Since(start))
 	}
 	report(b, "s/floor", floor)
 	report(b, "s/ephemeral-install-to-lead-succeeded", ephemeral)
 	report(b, "s/helm-install-returned", helmReturned)
 	report(b, "s/interactive-install-to-all-up", interactive)
 	report(b, "s/resize-2-to-4-up", resize)
+	report(b, "s/uninstall-running-to-brokers-gone", brokersStopped)
 	report(b, "s/uninstall-running-to-nothing-left", uninstall)
 }
 

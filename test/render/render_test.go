@@ -289,6 +289,10 @@ func TestFluxView(t *testing.T) {
 	assert.Contains(t, spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "flux-view", MountPath: "/opt/software", SubPath: "software"},
 		"the software must be back at its build prefix")
 
+	assert.Empty(t, volume(t, job, "flux-view").EmptyDir.Medium, "the node's disk by default")
+	job = get[*batchv1.Job](t, render(t, helmtest.Options{Set: []string{"flux.view.medium=Memory"}}), "Job", "flux-sample")
+	assert.Equal(t, corev1.StorageMediumMemory, volume(t, job, "flux-view").EmptyDir.Medium)
+
 	job = get[*batchv1.Job](t, render(t, helmtest.Options{Set: []string{"flux.view.enabled=false"}}), "Job", "flux-sample")
 	require.Len(t, job.Spec.Template.Spec.InitContainers, 1)
 	assert.Equal(t, "keys", job.Spec.Template.Spec.InitContainers[0].Name)

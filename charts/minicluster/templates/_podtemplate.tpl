@@ -250,7 +250,11 @@ spec:
                     fieldPath: metadata.namespace
     {{- if $view.enabled }}
     - name: flux-view
-      emptyDir: {}
+      emptyDir:
+        {{- with $view.medium }}
+        medium: {{ . }}
+        {{- else }} {}
+        {{- end }}
     {{- end }}
     {{- if .Values.munge.enabled }}
     - name: munge-installed
