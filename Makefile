@@ -15,7 +15,7 @@ VERSION ?= $(shell cat VERSION)
 FUZZ_TARGETS := ./keygen:FuzzParseCert ./postrender:FuzzRender
 FUZZ_TIME ?= 10s
 
-.PHONY: all deps build tools flux image images push test unit lint fuzz e2e cluster-up cluster-down kind-up demo bench bench-e2e release
+.PHONY: all deps build tools flux images push test unit lint fuzz e2e cluster-up cluster-down kind-up demo bench bench-e2e release
 
 all: build
 
@@ -42,7 +42,6 @@ flux: ## real flux-core from source, laid out like the flux-view images (cached;
 images: flux ## container images as tarballs in ./bin/images (no Docker needed), the Flux ones too
 	go run ./ci/images --out $(BIN)/images --version $(VERSION) --flux-dir "$$(bash ci/flux/build.sh --print-dir)"
 
-image: images ## the same (the keygen image is one of them)
 
 push: ## the images to REGISTRY=host[:port][/path] (flux-keygen as a linux/amd64+arm64 index); plain HTTP for loopback, PUSH_FLAGS=--insecure for others
 	@if [ -z "$(REGISTRY)" ]; then echo "make push: set REGISTRY=host[:port][/path], e.g. make push REGISTRY=127.0.0.1:5000/minicluster (bash ci/registry/up.sh starts a registry there)" >&2; exit 1; fi

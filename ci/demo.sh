@@ -80,8 +80,8 @@ step "helm install $RELEASE -f values/hello-world.yaml (4 brokers; the lead runs
 k wait --for=condition=complete "job/$RELEASE" --timeout=300s >/dev/null
 say "the keygen Job made the CURVE certificate while the brokers started: $(k get secret "$RELEASE-curve" -o name)"
 step "the Job completed; the lead broker's log (Flux's lines, then the command's output):"
-log=$(k logs -l "$LEAD" -c flux --tail=-1)
-sed 's/^/     | /' <<<"$log"
+k logs -l "$LEAD" -c flux --tail=-1 >"${TMPDIR:-/tmp}/demo-lead.log"
+sed 's/^/     | /' "${TMPDIR:-/tmp}/demo-lead.log"
 "$HELM" uninstall "$RELEASE" -n "$NS" >/dev/null
 until nothing_left; do sleep 0.2; done
 step "uninstalled: nothing of $RELEASE is left"

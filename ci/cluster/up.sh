@@ -149,7 +149,8 @@ for d in $(cgroup_dirs); do
 done
 if [[ -f /sys/fs/cgroup/cgroup.controllers ]]; then
 	# cgroup v2 (not tried here: these machines run v1): hand the controllers down to the pods.
-	for c in $(cat /sys/fs/cgroup/cgroup.controllers); do
+	read -ra controllers </sys/fs/cgroup/cgroup.controllers
+	for c in "${controllers[@]}"; do
 		echo "+$c" >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true
 		echo "+$c" >"/sys/fs/cgroup/$CGROUP_NAME/cgroup.subtree_control" 2>/dev/null || true
 	done
