@@ -1,7 +1,6 @@
 package render
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	"github.com/minicluster/minicluster/internal/tbon"
 	"github.com/minicluster/minicluster/test/helmtest"
 )
 
@@ -35,8 +35,9 @@ func TestBadValuesAreRejected(t *testing.T) {
 		{"log level", helmtest.Options{Set: []string{"flux.logLevel=9"}}, []string{"/flux/logLevel", "maximum"}},
 		{"release name not a DNS label", helmtest.Options{ReleaseName: "flux.sample"},
 			[]string{`release name "flux.sample"`, "must be a DNS label", "install with another name"}},
-		{"hostname too long", helmtest.Options{ReleaseName: strings.Repeat("a", 53), Set: []string{"size=2", "maxSize=1000000001"}},
-			[]string{`hostname "` + strings.Repeat("a", 53) + `-1000000000"`, "is 64 characters", "at most 63", "release name of at most 52 characters"}},
+		{"maxSize beyond an indexed Job", helmtest.Options{Set: []string{"size=2", "maxSize=100001"}},
+			[]string{"/maxSize", "maximum: got 100,001, want 100,000"}},
+		{"topology flux-core rejects", helmtest.Options{Set: []string{"flux.topology=star"}}, []string{"/flux/topology", "star"}},
 		{"command and interactive", helmtest.Options{Set: []string{"command=hostname", "interactive=true"}},
 			[]string{"interactive=true and command are both set", "unset one of them"}},
 		{"tasks without command", helmtest.Options{Set: []string{"tasks=4"}}, []string{"tasks=4 needs a command"}},
@@ -131,4 +132,17 @@ func toObjects(t *testing.T, in []any) []runtime.Object {
 		out = append(out, obj)
 	}
 	return out
+}
+
+// TestTopologyFormsAgreeWithGo: the schema's flux.topology pattern accepts exactly what
+// internal/tbon (flux-core's forms, which the brokers' init step uses) accepts.
+func TestTopologyFormsAgreeWithGo(t *testing.T) {
+	for _, topo := range []string{"", "kary:0", "kary:2", "kary:32", "kary", "kary:", "kary:-1", "kary:02", "kary:x",
+		"mincrit", "mincrit:3", "mincrit:", "binomial", "binomial:2", "custom", "custom:1", "star", "Kary:2"} {
+		_, err := helmtest.Template(helmtest.Options{Set: []string{"flux.topology=" + topo}})
+		goErr := tbon.Validate(topo)
+		if (err == nil) != (goErr == nil) {
+			t.Errorf("flux.topology=%q: chart error %v, internal/tbon error %v: they must agree", topo, err, goErr)
+		}
+	}
 }

@@ -3,9 +3,6 @@
 {{- $name := include "minicluster.fullname" . -}}
 {{- $size := int .Values.size -}}
 {{- $max := include "minicluster.maxSize" . | int -}}
-{{- if lt $size 1 -}}
-{{- fail (printf "size=%d: a MiniCluster needs at least 1 broker; set size to 1 or more" $size) -}}
-{{- end -}}
 {{- if gt $size $max -}}
 {{- fail (printf "size=%d is larger than maxSize=%d, the number of hosts broker.toml lists; set maxSize to %d or more (on a running MiniCluster maxSize is fixed at install: uninstall and install again to grow past it)" $size $max $size) -}}
 {{- end -}}
@@ -15,10 +12,6 @@
 {{- $lastHost := printf "%s-%d" $name (sub $max 1) -}}
 {{- if gt (len $lastHost) 63 -}}
 {{- fail (printf "hostname %q (release name %q, maxSize=%d) is %d characters; a hostname may have at most 63: use a release name of at most %d characters" $lastHost $name $max (len $lastHost) (sub 62 (len (toString (sub $max 1))))) -}}
-{{- end -}}
-{{- $port := int .Values.flux.port -}}
-{{- if or (lt $port 1) (gt $port 65535) -}}
-{{- fail (printf "flux.port=%d is not a TCP port; use 1-65535 (8050 by convention)" $port) -}}
 {{- end -}}
 {{- if and .Values.interactive .Values.command -}}
 {{- fail "interactive=true and command are both set: interactive keeps the instance up with no command; unset one of them" -}}
