@@ -444,20 +444,42 @@ func TestHelmTestPodChecksEveryBroker(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(config, k), []byte(v), 0o644))
 	}
 	script := strings.ReplaceAll(pod.Spec.Containers[0].Command[2], "/minicluster/config", config)
-	run := func(ncStatus int) (string, error) {
-		stubs := fmt.Sprintf("nslookup() { case $1 in mc-[0-4].mc.team.svc.cluster.local) return 0;; esac; return 1; }\nnc() { echo \"nc $*\"; return %d; }\n", ncStatus)
+	// nc answers like a ZeroMQ CURVE server (zmq), like some other TCP server (http), or not at
+	// all (down); it records its arguments and the greeting it was sent.
+	sent := filepath.Join(t.TempDir(), "greeting")
+	run := func(server string) (string, error) {
+		stubs := `nslookup() { case $1 in mc-[0-4].mc.team.svc.cluster.local) return 0;; esac; return 1; }
+sleep() { :; }
+nc() {
+  echo "nc $*" >&2
+  cat >` + sent + `
+  case ` + server + ` in
+    zmq) printf '\377\0\0\0\0\0\0\0\001\177\003\001CURVE\0\0\0' ;;
+    http) printf 'HTTP/1.0 400 Bad Request\r\n' ;;
+    down) return 1 ;;
+  esac
+}
+`
 		out, err := exec.Command("/usr/bin/busybox", "sh", "-c", stubs+script).CombinedOutput()
 		return string(out), err
 	}
-	out, err := run(0)
+	out, err := run("zmq")
 	require.NoError(t, err, out)
 	for i := 0; i < 3; i++ {
 		assert.Contains(t, out, fmt.Sprintf("ok: mc-%d.mc.team.svc.cluster.local resolves\n", i))
 	}
 	assert.NotContains(t, out, "mc-3.", "only size brokers are checked, not maxSize")
-	assert.Contains(t, out, "nc -w 5 mc-0.mc.team.svc.cluster.local 9000")
+	assert.Contains(t, out, "nc -w 3 mc-0.mc.team.svc.cluster.local 9000")
+	assert.Contains(t, out, "answers on mc-0.mc.team.svc.cluster.local:9000 as a ZeroMQ CURVE server")
+	greeting, err := os.ReadFile(sent)
+	require.NoError(t, err)
+	require.Len(t, greeting, 64, "a ZMTP 3.0 greeting is 64 bytes")
+	assert.Equal(t, []byte{0xff, 0, 0, 0, 0, 0, 0, 0, 1, 0x7f, 3, 0}, greeting[:12], "signature and version 3.0")
+	assert.Equal(t, "CURVE", string(greeting[12:17]), "mechanism")
 
-	out, err = run(1)
-	require.Error(t, err, "an unreachable lead must fail helm test")
-	assert.Contains(t, out, "FAIL: cannot connect to the lead broker at mc-0.mc.team.svc.cluster.local:9000")
+	for _, server := range []string{"http", "down"} {
+		out, err = run(server)
+		require.Error(t, err, "a lead that does not answer as a CURVE server must fail helm test (%s)", server)
+		assert.Contains(t, out, "FAIL: no ZeroMQ CURVE greeting from the lead broker at mc-0.mc.team.svc.cluster.local:9000")
+	}
 }
