@@ -57,9 +57,24 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if or (not .Values.curve.existingSecret) .Values.munge.enabled }}true{{ end -}}
 {{- end -}}
 
-{{/* minicluster.keygen.image is the keygen hook's image reference. */}}
-{{- define "minicluster.keygen.image" -}}
-{{- printf "%s:%s" .Values.keygen.image.repository (.Values.keygen.image.tag | default .Chart.AppVersion) -}}
+{{/*
+minicluster.image is the reference of one of the chart's own images (flux-keygen, the helm test
+image); call with (dict "root" . "repository" REPO "tag" TAG). REPO may carry its own :tag or
+@digest, then TAG is "". With imageRegistry set, everything before REPO's last path element (its
+registry host and path) is replaced by imageRegistry, the way `make push` names what it pushes:
+ghcr.io/minicluster/flux-keygen -> IMAGEREGISTRY/flux-keygen, busybox:1.37 ->
+IMAGEREGISTRY/busybox:1.37. The application and view images never pass through here.
+*/}}
+{{- define "minicluster.image" -}}
+{{- $ref := .repository -}}
+{{- with .root.Values.imageRegistry -}}
+{{- $ref = printf "%s/%s" (trimSuffix "/" .) (base $ref) -}}
+{{- end -}}
+{{- if .tag -}}
+{{- printf "%s:%s" $ref .tag -}}
+{{- else -}}
+{{- $ref -}}
+{{- end -}}
 {{- end -}}
 
 

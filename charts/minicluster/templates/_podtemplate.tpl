@@ -98,7 +98,7 @@ spec:
     # The keys the keygen Job writes while the pods start; a worker also waits until the
     # Service lists its parent broker, so that its first DNS lookup of it finds it.
     - name: keys
-      image: {{ include "minicluster.keygen.image" . }}
+      image: {{ include "minicluster.image" (dict "root" . "repository" .Values.keygen.image.repository "tag" (.Values.keygen.image.tag | default .Chart.AppVersion)) }}
       imagePullPolicy: {{ .Values.keygen.image.pullPolicy }}
       args:
         - kube
