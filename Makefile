@@ -65,9 +65,14 @@ lint:
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt -w these files: $$unformatted" >&2; exit 1; fi
 	go vet ./...
 	go vet -tags e2e ./...
+	@go build -o $(BIN)/valuesdoc ./ci/valuesdoc && $(BIN)/valuesdoc --check
 	$(HELM3) lint --strict charts/minicluster
 	for f in values/*.yaml; do $(HELM3) lint --strict charts/minicluster -f $$f || exit 1; done
 	bash ci/lint-scripts.sh
+
+.PHONY: docs
+docs: ## the values table in charts/minicluster/README.md and the descriptions in values.schema.json, from the comments in values.yaml
+	go run ./ci/valuesdoc
 
 fuzz:
 	for t in $(FUZZ_TARGETS); do go test -run='^$$' -fuzz="^$${t#*:}$$" -fuzztime=$(FUZZ_TIME) "$${t%%:*}" || exit 1; done
