@@ -148,17 +148,7 @@ func BenchmarkMiniCluster(b *testing.B) {
 // eventuallyFast polls every 20 ms: for timings.
 func eventuallyFast(b testing.TB, within time.Duration, what string, cond func() (bool, string)) {
 	b.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%s: not within %v: %s", what, within, why)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll(b, within, 20*time.Millisecond, what, cond)
 }
 
 // logTimeOf is the runtime's timestamp of the first line of the flux container's log that has s.

@@ -21,13 +21,7 @@ func TestWorkerPodDeleted(t *testing.T) {
 	ns := newNamespace(t, "fault-worker")
 	r := newRelease(t, ns, "flux-sample", helm3)
 	r.install("--set", "size=6,interactive=true")
-	pods := waitFluxUp(t, ns, r.name, 6, 16, wiringTimeout)
-	old := pods[1]
-	deletePod(t, ns, old)
-	waitReplaced(t, ns, r.name, 1, old)
-	pods = waitFluxUp(t, ns, r.name, 6, 16, wiringTimeout)
-	checkFluxRun(t, ns, r.name, pods)
-	checkJobRunning(t, r)
+	deleteAndRejoin(t, r, 6, 1)
 }
 
 // A deleted lead of an interactive MiniCluster: a new lead comes up, every worker rejoins it,
@@ -37,13 +31,7 @@ func TestLeadPodDeletedInteractive(t *testing.T) {
 	ns := newNamespace(t, "fault-lead")
 	r := newRelease(t, ns, "flux-sample", helm4)
 	r.install("--set", "size=4,interactive=true")
-	pods := waitFluxUp(t, ns, r.name, 4, 16, wiringTimeout)
-	old := pods[0]
-	deletePod(t, ns, old)
-	waitReplaced(t, ns, r.name, 0, old)
-	pods = waitFluxUp(t, ns, r.name, 4, 16, wiringTimeout)
-	checkFluxRun(t, ns, r.name, pods)
-	checkJobRunning(t, r)
+	pods := deleteAndRejoin(t, r, 4, 0)
 	for i := 1; i < 4; i++ {
 		log, _ := podLogs(ns, pods[i].Name, "flux", 0)
 		if !strings.Contains(log, "starting the broker again to rejoin the lead") {
@@ -102,6 +90,19 @@ func TestBrokerThatCannotStartFailsTheJob(t *testing.T) {
 	checkJobFailed(t, r, "exit code 78", "flux broker failed 3 times in a row")
 	r.uninstall()
 	waitNothingLeft(t, ns, r.name, time.Minute)
+}
+
+// deleteAndRejoin deletes the broker pod of index in an interactive MiniCluster of size and
+// waits until a new one is there and Flux shows all size brokers up again, with the Job running.
+func deleteAndRejoin(t *testing.T, r *release, size, index int) map[int]corev1.Pod {
+	t.Helper()
+	old := waitFluxUp(t, r.ns, r.name, size, 16, wiringTimeout)[index]
+	deletePod(t, r.ns, old)
+	waitReplaced(t, r.ns, r.name, index, old)
+	pods := waitFluxUp(t, r.ns, r.name, size, 16, wiringTimeout)
+	checkFluxRun(t, r.ns, r.name, pods)
+	checkJobRunning(t, r)
+	return pods
 }
 
 func deletePod(t *testing.T, ns string, p corev1.Pod) {

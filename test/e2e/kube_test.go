@@ -171,6 +171,12 @@ func execIn(ns, pod, container string, cmd ...string) (string, string, error) {
 // explanation when the deadline passes.
 func eventually(t testing.TB, within time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
+	poll(t, within, 200*time.Millisecond, what, cond)
+}
+
+// poll checks cond every interval until it is true or within has passed.
+func poll(t testing.TB, within, interval time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
 		ok, why := cond()
@@ -180,7 +186,7 @@ func eventually(t testing.TB, within time.Duration, what string, cond func() (bo
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: not within %v: %s", what, within, why)
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(interval)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -47,8 +48,7 @@ in-cluster service account.`
 
 func newKubeCmd(e env) *cobra.Command {
 	var o kube.Options
-	var kubeconfig string
-	var timeout time.Duration
+	var api apiFlags
 	cmd := &cobra.Command{
 		Use:   "kube --release R [--namespace NS] (--curve-name N --storage Secret|ConfigMap | --skip-curve) [--munge --munge-name M]",
 		Short: "Create the certificate (and munge key) objects of a release, idempotently",
@@ -58,12 +58,7 @@ func newKubeCmd(e env) *cobra.Command {
 			if o.SkipCurve && (cmd.Flags().Changed("curve-name") || cmd.Flags().Changed("storage")) {
 				return usageError{errors.New("--skip-curve leaves the certificate to the user: drop --curve-name and --storage")}
 			}
-			if o.Namespace == "" {
-				o.Namespace = e.getenv("POD_NAMESPACE")
-			}
-			if kubeconfig == "" {
-				kubeconfig = e.getenv("KUBECONFIG")
-			}
+			api.defaults(e, &o.Namespace)
 			if host, err := e.hostname(); err == nil {
 				o.Hostname = host
 			}
@@ -71,11 +66,10 @@ func newKubeCmd(e env) *cobra.Command {
 			if err := o.Validate(); err != nil {
 				return usageError{err}
 			}
-			client, err := e.newClient(kubeconfig)
+			ctx, cancel, client, err := api.connect(cmd, e)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
 			_, err = kube.Run(ctx, client, o, e.stdout)
 			return err
@@ -83,14 +77,12 @@ func newKubeCmd(e env) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Release, "release", "", "Helm release name (required)")
-	f.StringVar(&o.Namespace, "namespace", "", "namespace of the release (default $POD_NAMESPACE)")
+	api.add(f, &o.Namespace, 2*time.Minute)
 	f.StringVar(&o.CurveName, "curve-name", "", "name of the certificate object (default <release>-curve)")
 	f.StringVar(&o.Storage, "storage", kube.StorageSecret, "kind of the certificate object: Secret or ConfigMap")
 	f.BoolVar(&o.SkipCurve, "skip-curve", false, "do not create the certificate (the chart's curve.existingSecret)")
 	f.BoolVar(&o.Munge, "munge", false, "also create the munge key Secret")
 	f.StringVar(&o.MungeName, "munge-name", "", "name of the munge key Secret (default <release>-munge)")
-	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, else the in-cluster service account)")
-	f.DurationVar(&timeout, "timeout", 2*time.Minute, "give up on the API server after this long")
 	cmd.AddCommand(newFetchCmd(e))
 	return cmd
 }
@@ -130,21 +122,16 @@ the Service's EndpointSlices; it never writes to the API server.`
 
 func newFetchCmd(e env) *cobra.Command {
 	var o kube.FetchOptions
-	var kubeconfig, hostsFile, topology string
+	var api apiFlags
+	var hostsFile, topology string
 	var waitParent bool
-	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "fetch --out DIR [--curve-name N --storage Secret|ConfigMap] [--munge-name M] [--wait-parent --hosts-file F --topology T]",
 		Short: "Wait for the release's keys (and the parent broker's endpoint) and write the keys to a directory",
 		Long:  fetchLong,
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.Namespace == "" {
-				o.Namespace = e.getenv("POD_NAMESPACE")
-			}
-			if kubeconfig == "" {
-				kubeconfig = e.getenv("KUBECONFIG")
-			}
+			api.defaults(e, &o.Namespace)
 			if waitParent {
 				var err error
 				if o.Service, o.Host, err = parentOf(e, hostsFile, topology); err != nil {
@@ -157,17 +144,16 @@ func newFetchCmd(e env) *cobra.Command {
 			if err := o.Validate(); err != nil {
 				return usageError{err}
 			}
-			client, err := e.newClient(kubeconfig)
+			ctx, cancel, client, err := api.connect(cmd, e)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
 			return kube.Fetch(ctx, client, o, e.stdout)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Namespace, "namespace", "", "namespace of the release (default $POD_NAMESPACE)")
+	api.add(f, &o.Namespace, 10*time.Minute)
 	f.StringVar(&o.CurveName, "curve-name", "", "name of the certificate object")
 	f.StringVar(&o.Storage, "storage", kube.StorageSecret, "kind of the certificate object: Secret or ConfigMap")
 	f.StringVar(&o.MungeName, "munge-name", "", "name of the munge key Secret")
@@ -175,8 +161,6 @@ func newFetchCmd(e env) *cobra.Command {
 	f.BoolVar(&waitParent, "wait-parent", false, "wait until the headless Service lists this pod's parent broker (index from $JOB_COMPLETION_INDEX)")
 	f.StringVar(&hostsFile, "hosts-file", "/minicluster/config/hosts", "file with the RFC 29 host list of all brokers (the broker ConfigMap's hosts)")
 	f.StringVar(&topology, "topology", "", "the brokers' tbon.topo (empty = flux's default for broker.toml boot)")
-	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, else the in-cluster service account)")
-	f.DurationVar(&timeout, "timeout", 10*time.Minute, "give up after this long")
 	return cmd
 }
 
@@ -200,4 +184,36 @@ func parentOf(e env, hostsFile, topology string) (service, host string, err erro
 	}
 	defer etcHosts.Close()
 	return kube.ParentHost(kube.Pod{Hostname: hostname, Index: index, Hosts: strings.TrimSpace(string(hosts)), Topology: topology}, etcHosts)
+}
+
+// apiFlags are the flags and defaults of the commands that talk to the API server.
+type apiFlags struct {
+	kubeconfig string
+	timeout    time.Duration
+}
+
+func (a *apiFlags) add(f *pflag.FlagSet, namespace *string, timeout time.Duration) {
+	f.StringVar(namespace, "namespace", "", "namespace of the release (default $POD_NAMESPACE)")
+	f.StringVar(&a.kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, else the in-cluster service account)")
+	f.DurationVar(&a.timeout, "timeout", timeout, "give up after this long")
+}
+
+// defaults takes the namespace and kubeconfig from the environment where no flag gave them.
+func (a *apiFlags) defaults(e env, namespace *string) {
+	if *namespace == "" {
+		*namespace = e.getenv("POD_NAMESPACE")
+	}
+	if a.kubeconfig == "" {
+		a.kubeconfig = e.getenv("KUBECONFIG")
+	}
+}
+
+// connect returns a client and a context that ends after --timeout.
+func (a *apiFlags) connect(cmd *cobra.Command, e env) (context.Context, context.CancelFunc, kubernetes.Interface, error) {
+	client, err := e.newClient(a.kubeconfig)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), a.timeout)
+	return ctx, cancel, client, nil
 }
