@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/minicluster/minicluster/internal/helmtest"
 	"github.com/minicluster/minicluster/postrender"
-	"github.com/minicluster/minicluster/test/helmtest"
 )
 
 var benchSizes = []int{6, 1000, 10000}

@@ -15,8 +15,8 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	helmpostrender "helm.sh/helm/v3/pkg/postrender"
 
+	"github.com/minicluster/minicluster/internal/helmtest"
 	"github.com/minicluster/minicluster/postrender"
-	"github.com/minicluster/minicluster/test/helmtest"
 )
 
 // sdkInstall renders the chart as a client-only `helm install --dry-run` with the Helm SDK and

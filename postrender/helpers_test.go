@@ -14,8 +14,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/minicluster/minicluster/internal/helmtest"
+	"github.com/minicluster/minicluster/internal/yamlstream"
 	"github.com/minicluster/minicluster/postrender"
-	"github.com/minicluster/minicluster/test/helmtest"
 )
 
 // chart renders the chart as `helm template` does (manifests, then hooks), failing the test on
@@ -27,12 +28,13 @@ func chart(t testing.TB, opts helmtest.Options) string {
 	return out
 }
 
-// docs splits a stream at its "---" lines (keeping each document's text).
+// docs splits a stream at its separator lines, keeping each non-blank document's text (comment-
+// only ones too, so that a count of them notices one dropped).
 func docs(stream string) []string {
 	var out []string
-	for _, d := range strings.Split("\n"+stream, "\n---\n") {
-		if strings.TrimSpace(d) != "" {
-			out = append(out, d)
+	for _, s := range yamlstream.Split(stream) {
+		if strings.TrimSpace(s.Text) != "" {
+			out = append(out, strings.TrimSuffix(s.Text, "\n"))
 		}
 	}
 	return out

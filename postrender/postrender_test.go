@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/minicluster/minicluster/internal/helmtest"
 	"github.com/minicluster/minicluster/postrender"
-	"github.com/minicluster/minicluster/test/helmtest"
 )
 
 // renders are the chart's own outputs the post-renderer must leave byte for byte unchanged:

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/minicluster/minicluster/internal/yamlstream"
 )
 
 // segment is one piece of a YAML stream: the separator line that opens it ("---\n"; empty for
@@ -44,49 +46,14 @@ func sameNode(a, b *yaml.Node) bool {
 	return true
 }
 
-// isSeparator reports whether line (with its newline) is a document separator: "---" alone or
-// followed by blanks or a comment.
-func isSeparator(line string) bool {
-	if !strings.HasPrefix(line, "---") {
-		return false
-	}
-	rest := strings.TrimRight(line[3:], "\r\n")
-	if rest == "" {
-		return true
-	}
-	if rest[0] != ' ' && rest[0] != '\t' {
-		return false
-	}
-	rest = strings.TrimSpace(rest)
-	return rest == "" || strings.HasPrefix(rest, "#")
-}
-
 // splitStream cuts a YAML stream into segments and parses each document. A segment holding more
-// than one document (a separator this function does not recognise) is an error rather than a
+// than one document (a separator yamlstream does not recognise) is an error rather than a
 // silently dropped document.
 func splitStream(in string) ([]*segment, error) {
 	var segs []*segment
-	cur := &segment{}
-	var raw strings.Builder
-	flush := func() {
-		cur.raw = raw.String()
-		raw.Reset()
-		segs = append(segs, cur)
+	for _, s := range yamlstream.Split(in) {
+		segs = append(segs, &segment{sep: s.Sep, raw: s.Text})
 	}
-	for rest := in; rest != ""; {
-		line := rest
-		if i := strings.IndexByte(rest, '\n'); i >= 0 {
-			line = rest[:i+1]
-		}
-		rest = rest[len(line):]
-		if isSeparator(line) {
-			flush()
-			cur = &segment{sep: line}
-			continue
-		}
-		raw.WriteString(line)
-	}
-	flush()
 	for i, s := range segs {
 		node, err := parseDocument(s.raw)
 		if err != nil {

@@ -20,6 +20,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/minicluster/minicluster/internal/repo"
 )
 
 // Config says where to write and what to stamp.
@@ -94,7 +96,7 @@ func images(version string) []image {
 // Build compiles the binaries and writes every image it can; it returns what it wrote and an
 // error naming each image it could not make.
 func Build(cfg Config, log io.Writer) ([]Written, error) {
-	root, err := moduleRoot()
+	root, err := repo.Root()
 	if err != nil {
 		return nil, err
 	}
@@ -297,16 +299,4 @@ func checkStatic(what string, data []byte) error {
 		}
 	}
 	return nil
-}
-
-func moduleRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", errors.New("not inside the minicluster Go module: run from the repository")
-	}
-	return filepath.Dir(gomod), nil
 }

@@ -15,6 +15,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/minicluster/minicluster/internal/repo"
 )
 
 // entry is a file of an image's flattened filesystem.
@@ -150,7 +152,7 @@ func TestMissingInputsAreNamed(t *testing.T) {
 	if _, err := busyboxBase("/nonexistent/busybox"); err == nil || !strings.Contains(err.Error(), "busybox-static") {
 		t.Errorf("busyboxBase: %v", err)
 	}
-	root, _ := moduleRoot()
+	root, _ := repo.Root()
 	if _, err := goBuild(root, "./no/such/pkg", t.TempDir(), "v"); err == nil || !strings.Contains(err.Error(), "package ./no/such/pkg is missing") {
 		t.Errorf("goBuild: %v", err)
 	}

@@ -21,6 +21,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"sigs.k8s.io/yaml"
+
+	"github.com/minicluster/minicluster/internal/repo"
 )
 
 // registryBin is Debian's docker-registry that ci/registry/up.sh runs.
@@ -29,7 +31,7 @@ const registryBin = "/usr/bin/docker-registry"
 // repoRoot is the repository this test belongs to (the test runs in ci/release).
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
+	root, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/minicluster/minicluster/internal/repo"
 )
 
 var (
@@ -51,17 +53,9 @@ func TestMain(m *testing.M) {
 }
 
 func setup() error {
-	wd, err := os.Getwd()
-	if err != nil {
+	var err error
+	if repoRoot, err = repo.Root(); err != nil {
 		return err
-	}
-	for repoRoot = wd; ; repoRoot = filepath.Dir(repoRoot) {
-		if _, err := os.Stat(filepath.Join(repoRoot, "go.mod")); err == nil {
-			break
-		}
-		if repoRoot == filepath.Dir(repoRoot) {
-			return fmt.Errorf("no go.mod above %s: run the tests from the repository", wd)
-		}
 	}
 	// E2E_CHART and E2E_INSTALL_ARGS run the suite against another build of the chart.
 	chartDir = envOr("E2E_CHART", filepath.Join(repoRoot, "charts", "minicluster"))

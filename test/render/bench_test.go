@@ -6,7 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/minicluster/minicluster/test/helmtest"
+	"github.com/minicluster/minicluster/internal/helmtest"
 )
 
 // BenchmarkTemplate renders the chart (helm template, in process) at 6, 1,000 and 10,000 brokers.

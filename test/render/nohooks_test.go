@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/minicluster/minicluster/test/helmtest"
+	"github.com/minicluster/minicluster/internal/helmtest"
 )
 
 // TestNoInstallHooks renders with the real helm CLIs: nothing waits in an install hook (the

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/minicluster/minicluster/internal/helmtest"
 	"github.com/minicluster/minicluster/postrender"
-	"github.com/minicluster/minicluster/test/helmtest"
 )
 
 // patch is an edit of rendered manifests: each old string must occur and is replaced by new.

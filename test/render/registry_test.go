@@ -9,7 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/minicluster/minicluster/test/helmtest"
+	"github.com/minicluster/minicluster/internal/helmtest"
 )
 
 const mirror = "registry.example.org:5000/mirror"

@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	"github.com/minicluster/minicluster/internal/helmtest"
 	"github.com/minicluster/minicluster/internal/tbon"
-	"github.com/minicluster/minicluster/test/helmtest"
 )
 
 // TestBadValuesAreRejected: every bad input fails the render (so nothing is created) with a

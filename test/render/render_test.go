@@ -18,7 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
-	"github.com/minicluster/minicluster/test/helmtest"
+	"github.com/minicluster/minicluster/internal/helmtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")

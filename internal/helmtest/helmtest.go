@@ -6,7 +6,6 @@ package helmtest
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -24,6 +23,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/minicluster/minicluster/internal/repo"
+	"github.com/minicluster/minicluster/internal/yamlstream"
 )
 
 // DefaultKubeVersion is the Kubernetes version renders assume unless told otherwise; Helm 3's
@@ -52,22 +54,13 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Root is the repository root: the nearest directory above the working directory with go.mod.
+// Root is the repository root (repo.Root); it panics outside the repository.
 func Root() string {
-	dir, err := os.Getwd()
+	root, err := repo.Root()
 	if err != nil {
-		panic(err)
+		panic("helmtest: " + err.Error())
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			panic("helmtest: no go.mod above the working directory")
-		}
-		dir = parent
-	}
+	return root
 }
 
 // ChartDir is the path of charts/minicluster.
@@ -181,23 +174,6 @@ func (l liveObjects) GetClientFor(apiVersion, kind string) (dynamic.Namespaceabl
 	return client.Resource(gvr), true, nil
 }
 
-// Documents splits rendered output into its YAML documents in order, dropping empty ones.
-func Documents(rendered string) []string {
-	var docs []string
-	for _, d := range strings.Split("\n"+rendered, "\n---") {
-		if strings.TrimSpace(stripComments(d)) != "" {
-			docs = append(docs, strings.TrimPrefix(d, "\n"))
-		}
-	}
-	return docs
-}
-
-func stripComments(doc string) string {
-	var b strings.Builder
-	for _, line := range strings.Split(doc, "\n") {
-		if !strings.HasPrefix(strings.TrimSpace(line), "#") {
-			b.WriteString(line + "\n")
-		}
-	}
-	return b.String()
-}
+// Documents splits rendered output into its YAML documents in order, dropping those with only
+// blanks and comments.
+func Documents(rendered string) []string { return yamlstream.Documents(rendered) }
