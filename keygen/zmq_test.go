@@ -102,8 +102,10 @@ func requireZMQ(t *testing.T) {
 	t.Helper()
 	out, err := exec.Command(python3, "-c", "import zmq; print(zmq.zmq_version())").CombinedOutput()
 	if err != nil {
-		t.Fatalf("%s cannot import zmq (%v: %s): install python3-zmq (apt-get install -y python3-zmq; .ci/run does)",
-			python3, err, strings.TrimSpace(string(out)))
+		// One line: the last of python's traceback ("No module named 'zmq'") or exec's error.
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		t.Fatalf("%s cannot import zmq (%v: %s): install python3-zmq (apt-get install -y python3-zmq; make deps does it)",
+			python3, err, lines[len(lines)-1])
 	}
 }
 

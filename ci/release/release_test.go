@@ -22,6 +22,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"sigs.k8s.io/yaml"
 
+	"github.com/minicluster/minicluster/internal/helmtest"
 	"github.com/minicluster/minicluster/internal/repo"
 )
 
@@ -38,20 +39,10 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
-// helmCLIs are the two helm CLIs that `make tools` builds.
+// helmCLIs are the two helm CLIs that `make tools` builds ($HELM3 and $HELM4 if set).
 func helmCLIs(t *testing.T) map[string]string {
 	t.Helper()
-	root := repoRoot(t)
-	clis := map[string]string{"helm3": filepath.Join(root, "bin/tools/helm3/helm"), "helm4": filepath.Join(root, "bin/tools/helm4/helm")}
-	for which, env := range map[string]string{"helm3": "HELM3", "helm4": "HELM4"} {
-		if p := os.Getenv(env); p != "" {
-			clis[which] = p
-		}
-		if _, err := os.Stat(clis[which]); err != nil {
-			t.Fatalf("%s is missing at %s: make tools builds it", which, clis[which])
-		}
-	}
-	return clis
+	return map[string]string{"helm3": helmtest.HelmCLI(t, 3), "helm4": helmtest.HelmCLI(t, 4)}
 }
 
 func freeLoopbackAddr(t *testing.T) string {

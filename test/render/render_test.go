@@ -434,6 +434,7 @@ func TestBrokerConfigOverride(t *testing.T) {
 // rendered broker ConfigMap, with nslookup and nc replaced by shell functions (nslookup knows
 // only the right FQDNs).
 func TestHelmTestPodChecksEveryBroker(t *testing.T) {
+	requireBusybox(t)
 	objs := render(t, helmtest.Options{ReleaseName: "mc", Namespace: "team", Set: []string{"size=3,maxSize=5,flux.port=9000"}})
 	pod := get[*corev1.Pod](t, objs, "Pod", "mc-test-wiring")
 	assert.Equal(t, "test", pod.Annotations["helm.sh/hook"])
@@ -460,7 +461,7 @@ nc() {
   esac
 }
 `
-		out, err := exec.Command("/usr/bin/busybox", "sh", "-c", stubs+script).CombinedOutput()
+		out, err := exec.Command(busybox, "sh", "-c", stubs+script).CombinedOutput()
 		return string(out), err
 	}
 	out, err := run("zmq")
