@@ -79,6 +79,8 @@ fuzz:
 
 e2e: build tools images ## end-to-end tests against the cluster in KUBECONFIG (default: the local one)
 	@if [ -S "$(CLUSTER_DIR)/run/containerd.sock" ]; then bash ci/cluster/load-images.sh; fi
+	@# The local cluster's registry (ci/cluster/lib.sh); on another cluster, export CLUSTER_REGISTRY.
+	if [ -S "$(CLUSTER_DIR)/run/containerd.sock" ] && [ -z "$$CLUSTER_REGISTRY" ]; then export CLUSTER_REGISTRY=$$(source ci/cluster/lib.sh && echo "$$CLUSTER_REGISTRY"); fi; \
 	KUBECONFIG=$${KUBECONFIG:-$(CLUSTER_DIR)/kubeconfig} go test -tags e2e -count=1 -timeout 40m -v ./test/e2e/... ./keygen/kube/...
 
 bench-e2e: build tools images ## timings on the cluster in KUBECONFIG: install -> all connected vs a bare indexed Job (floor), resize, uninstall
