@@ -78,12 +78,15 @@ fuzz:
 	for t in $(FUZZ_TARGETS); do go test -run='^$$' -fuzz="^$${t#*:}$$" -fuzztime=$(FUZZ_TIME) "$${t%%:*}" || exit 1; done
 
 e2e: build tools images ## end-to-end tests against the cluster in KUBECONFIG (default: the local one)
-	@if [ -S "$(CLUSTER_DIR)/run/containerd.sock" ]; then bash ci/cluster/load-images.sh; fi
-	@# The local cluster's registry (ci/cluster/lib.sh); on another cluster, export CLUSTER_REGISTRY.
+	@# On the local cluster the pods pull every image from its registry (ci/cluster/lib.sh), as on
+	@# a real cluster; elsewhere export CLUSTER_REGISTRY (pushed here) or load the images (kind-up).
 	if [ -S "$(CLUSTER_DIR)/run/containerd.sock" ] && [ -z "$$CLUSTER_REGISTRY" ]; then export CLUSTER_REGISTRY=$$(source ci/cluster/lib.sh && echo "$$CLUSTER_REGISTRY"); fi; \
+	if [ -n "$$CLUSTER_REGISTRY" ]; then go run ./ci/push --registry "$$CLUSTER_REGISTRY/minicluster" --version $(VERSION) --insecure $(BIN)/images || exit 1; fi; \
 	KUBECONFIG=$${KUBECONFIG:-$(CLUSTER_DIR)/kubeconfig} go test -tags e2e -count=1 -timeout 40m -v ./test/e2e/... ./keygen/kube/...
 
-bench-e2e: build tools images ## timings on the cluster in KUBECONFIG: install -> all connected vs a bare indexed Job (floor), resize, uninstall
+bench-e2e: build tools images ## timings on the cluster in KUBECONFIG with real Flux, next to a bare indexed Job (the floor)
+	if [ -S "$(CLUSTER_DIR)/run/containerd.sock" ] && [ -z "$$CLUSTER_REGISTRY" ]; then export CLUSTER_REGISTRY=$$(source ci/cluster/lib.sh && echo "$$CLUSTER_REGISTRY"); fi; \
+	if [ -n "$$CLUSTER_REGISTRY" ]; then go run ./ci/push --registry "$$CLUSTER_REGISTRY/minicluster" --version $(VERSION) --insecure $(BIN)/images || exit 1; fi; \
 	KUBECONFIG=$${KUBECONFIG:-$(CLUSTER_DIR)/kubeconfig} go test -tags e2e -count=1 -timeout 30m -run '^$$' -bench . -benchtime $${BENCHTIME:-3x} ./test/e2e/...
 
 bench:

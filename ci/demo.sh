@@ -16,7 +16,12 @@ NS=${DEMO_NAMESPACE:-minicluster-demo}
 RELEASE=${DEMO_RELEASE:-flux-sample}
 CHART=${DEMO_CHART:-charts/minicluster}
 read -ra EXTRA <<<"${DEMO_HELM_ARGS:-}" # e.g. --post-renderer bin/minicluster-postrender
-IMAGES=("${EXTRA[@]}" --set "image=localhost/minicluster/app:test,imagePullPolicy=IfNotPresent,flux.view.image=localhost/minicluster/flux-view:test,flux.view.imagePullPolicy=IfNotPresent,keygen.image.pullPolicy=IfNotPresent,tests.image=localhost/minicluster/busybox:test,tests.imagePullPolicy=IfNotPresent")
+# images PREFIX: the chart's values for the images `make images` built, named PREFIX<name>:<tag>.
+images() {
+	IMAGES=("${EXTRA[@]}" --set "image=${1}app:test,imagePullPolicy=IfNotPresent,flux.view.image=${1}flux-view:test,flux.view.imagePullPolicy=IfNotPresent,keygen.image.pullPolicy=IfNotPresent,tests.image=${1}busybox:test,tests.imagePullPolicy=IfNotPresent")
+	if [[ $1 != localhost/minicluster/ ]]; then IMAGES+=(--set "imageRegistry=${1%/}"); fi
+}
+images localhost/minicluster/
 SEL="app.kubernetes.io/instance=$RELEASE"
 LEAD="$SEL,batch.kubernetes.io/job-completion-index=0"
 
@@ -33,13 +38,19 @@ step "cluster"
 if "$HELM" list -n default >/dev/null 2>&1; then
 	say "a cluster answers at KUBECONFIG=$KUBECONFIG: using it"
 	if [[ $KUBECONFIG == "$KUBECONFIG_FILE" ]]; then
-		say "importing the freshly built images into its containerd"
-		bash ci/cluster/load-images.sh >/dev/null
+		say "pushing the freshly built images to its registry $CLUSTER_REGISTRY (the pods pull them, as on any cluster)"
+		go run ./ci/push --registry "$CLUSTER_REGISTRY/minicluster" --version "$(cat VERSION)" --insecure bin/images >/dev/null
+		images "$CLUSTER_REGISTRY/minicluster/"
+	else
+		say "using the images under their local names: load bin/images/*.tar into that cluster first (make kind-up does)"
 	fi
 else
 	say "no cluster answers at KUBECONFIG=$KUBECONFIG: starting the local one (make cluster-up; ~10 min the first time)"
 	make --no-print-directory cluster-up
 	export KUBECONFIG=$KUBECONFIG_FILE
+	say "pushing the images to its registry $CLUSTER_REGISTRY (the pods pull them, as on any cluster)"
+	go run ./ci/push --registry "$CLUSTER_REGISTRY/minicluster" --version "$(cat VERSION)" --insecure bin/images >/dev/null
+	images "$CLUSTER_REGISTRY/minicluster/"
 fi
 if [[ -x $CLUSTER_DIR/bin/kubectl ]]; then KUBECTL=$CLUSTER_DIR/bin/kubectl
 elif [[ -x $CLUSTER_BIN/kubectl ]]; then KUBECTL=$CLUSTER_BIN/kubectl
@@ -99,7 +110,7 @@ k get pods -l "$SEL,app.kubernetes.io/component=broker" | sed 's/^/     /'
 say "flux run -N 6 hostname:"
 flux_in_lead run -N 6 hostname | sort | sed 's/^/     | /'
 
-step "helm test $RELEASE (every broker's FQDN resolves, the lead listens on its port)"
+step "helm test $RELEASE (every broker's FQDN resolves, the lead answers as a ZeroMQ CURVE server)"
 "$HELM" test "$RELEASE" -n "$NS" | grep -E "^(TEST SUITE|Phase)" | sed 's/^/     /'
 
 step "helm uninstall $RELEASE"

@@ -161,7 +161,7 @@ func TestFluxInImage(t *testing.T) {
 	waitNothingLeft(t, ns, r.name, time.Minute)
 }
 
-func waitJobComplete(t *testing.T, r *release, within time.Duration) {
+func waitJobComplete(t testing.TB, r *release, within time.Duration) {
 	t.Helper()
 	eventually(t, within, "Job "+r.name+" complete", func() (bool, string) {
 		job, err := kube.BatchV1().Jobs(r.ns).Get(context.Background(), r.name, metav1.GetOptions{})

@@ -31,18 +31,30 @@ var (
 	chartDir   string
 )
 
-// The images `make images` builds (ci/images) and ci/cluster imports.
-const (
-	appImage   = "localhost/minicluster/app:test"       // Debian, no Flux
-	viewImage  = "localhost/minicluster/flux-view:test" // the real flux-view layout
-	fluxImage  = "localhost/minicluster/flux:test"      // Flux installed in the image
-	testsImage = "localhost/minicluster/busybox:test"
+// The images `make images` builds (ci/images). With CLUSTER_REGISTRY (the local cluster's
+// registry, which `make e2e` fills with ci/push) every pod pulls them from there, as on a real
+// cluster; without it they must be on the nodes already (kind load) under their local names.
+// Both at once would not do: a kubelet (1.35, ensure-secret-pulled-images) that pulled an image
+// under one name verifies, by pulling, every other name of the same image.
+var (
+	imagePrefix = "localhost/minicluster/"
+	appImage    = imagePrefix + "app:test"       // Debian, no Flux
+	viewImage   = imagePrefix + "flux-view:test" // the real flux-view layout
+	fluxImage   = imagePrefix + "flux:test"      // Flux installed in the image
+	testsImage  = imagePrefix + "busybox:test"
+	testImages  []string // --set arguments that point the chart at them
 )
 
-// testImages points the chart at them.
-var testImages = []string{"--set", "image=" + appImage + ",imagePullPolicy=IfNotPresent," +
-	"flux.view.image=" + viewImage + ",flux.view.imagePullPolicy=IfNotPresent," +
-	"keygen.image.pullPolicy=IfNotPresent,tests.image=" + testsImage + ",tests.imagePullPolicy=IfNotPresent"}
+func useImages(prefix string) {
+	imagePrefix = prefix
+	appImage, viewImage, fluxImage, testsImage = prefix+"app:test", prefix+"flux-view:test", prefix+"flux:test", prefix+"busybox:test"
+	values := "image=" + appImage + ",imagePullPolicy=IfNotPresent,flux.view.image=" + viewImage + ",flux.view.imagePullPolicy=IfNotPresent," +
+		"keygen.image.pullPolicy=IfNotPresent,tests.image=" + testsImage + ",tests.imagePullPolicy=IfNotPresent"
+	if prefix != "localhost/minicluster/" {
+		values += ",imageRegistry=" + strings.TrimSuffix(prefix, "/") // the keygen image too
+	}
+	testImages = []string{"--set", values}
+}
 
 func TestMain(m *testing.M) {
 	if err := setup(); err != nil {
@@ -59,6 +71,11 @@ func setup() error {
 	}
 	// E2E_CHART and E2E_INSTALL_ARGS run the suite against another build of the chart.
 	chartDir = envOr("E2E_CHART", filepath.Join(repoRoot, "charts", "minicluster"))
+	if reg := os.Getenv("CLUSTER_REGISTRY"); reg != "" {
+		useImages(reg + "/minicluster/")
+	} else {
+		useImages("localhost/minicluster/")
+	}
 	testImages = append(testImages, strings.Fields(os.Getenv("E2E_INSTALL_ARGS"))...)
 	kubeconfig = os.Getenv("KUBECONFIG")
 	if kubeconfig == "" {
