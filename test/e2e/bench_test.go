@@ -130,13 +130,20 @@ func BenchmarkMiniCluster(b *testing.B) {
 		start = time.Now()
 		r.uninstall()
 		var brokersGone time.Duration
+		var at2s []string
 		eventuallyFast(b, 2*time.Minute, "nothing left", func() (bool, string) {
 			if _, n, err := brokerPods(ns, r.name); err == nil && n == 0 && brokersGone == 0 {
 				brokersGone = time.Since(start)
 			}
 			left, err := leftovers(ns, r.name)
+			if at2s == nil && time.Since(start) > 2*time.Second {
+				at2s = append(left, "")
+			}
 			return err == nil && len(left) == 0, fmt.Sprintf("%v %v", left, err)
 		})
+		if at2s != nil {
+			b.Logf("uninstall: left after 2 s: %v", at2s)
+		}
 		uninstall += time.Since(start)
 		brokersStopped += brokersGone
 		b.Logf("uninstall: broker pods gone after %v, nothing left after %v", brokersGone, time.Since(start))
