@@ -144,21 +144,10 @@ func checkJobRunning(t *testing.T, r *release) {
 func checkJobFailed(t *testing.T, r *release, jobWant, podWant string) {
 	t.Helper()
 	ctx := context.Background()
-	eventually(t, 3*time.Minute, "Job "+r.name+" failed", func() (bool, string) {
-		job, err := kube.BatchV1().Jobs(r.ns).Get(ctx, r.name, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, c := range job.Status.Conditions {
-			if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
-				if c.Reason != batchv1.JobReasonPodFailurePolicy || !strings.Contains(c.Message, jobWant) {
-					t.Errorf("Job failed with %s: %s; want reason PodFailurePolicy and %q", c.Reason, c.Message, jobWant)
-				}
-				return true, ""
-			}
-		}
-		return false, "conditions " + jobConditions(job.Status.Conditions)
-	})
+	c := waitJobFinished(t, r, 3*time.Minute)
+	if c.Type != batchv1.JobFailed || c.Reason != batchv1.JobReasonPodFailurePolicy || !strings.Contains(c.Message, jobWant) {
+		t.Errorf("Job %s is %s with %s: %s; want Failed with reason PodFailurePolicy and %q", r.name, c.Type, c.Reason, c.Message, jobWant)
+	}
 	list, err := kube.CoreV1().Pods(r.ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + r.name + ",app.kubernetes.io/component=broker"})
 	if err != nil {
 		t.Fatal(err)

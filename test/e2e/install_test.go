@@ -163,21 +163,29 @@ func TestFluxInImage(t *testing.T) {
 
 func waitJobComplete(t testing.TB, r *release, within time.Duration) {
 	t.Helper()
-	eventually(t, within, "Job "+r.name+" complete", func() (bool, string) {
+	if c := waitJobFinished(t, r, within); c.Type != batchv1.JobComplete {
+		t.Fatalf("Job %s failed: %s %s", r.name, c.Reason, c.Message)
+	}
+}
+
+// waitJobFinished waits until the release's Job has completed or failed and returns that condition.
+func waitJobFinished(t testing.TB, r *release, within time.Duration) batchv1.JobCondition {
+	t.Helper()
+	var finished batchv1.JobCondition
+	eventually(t, within, "Job "+r.name+" finished", func() (bool, string) {
 		job, err := kube.BatchV1().Jobs(r.ns).Get(context.Background(), r.name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
 		for _, c := range job.Status.Conditions {
-			if c.Status == corev1.ConditionTrue && c.Type == batchv1.JobFailed {
-				t.Fatalf("Job %s failed: %s %s", r.name, c.Reason, c.Message)
-			}
-			if c.Status == corev1.ConditionTrue && c.Type == batchv1.JobComplete {
+			if c.Status == corev1.ConditionTrue && (c.Type == batchv1.JobFailed || c.Type == batchv1.JobComplete) {
+				finished = c
 				return true, ""
 			}
 		}
 		return false, "conditions " + jobConditions(job.Status.Conditions)
 	})
+	return finished
 }
 
 // checkLeadPrintedHostnames: the lead's log has the output of `hostname` from every broker.
