@@ -146,12 +146,7 @@ func Build(cfg Config, log io.Writer) ([]Written, error) {
 			}
 			layers = append(layers, l)
 		}
-		path := filepath.Join(cfg.Out, img.file)
-		if err := writeImage(img, cfg.Version, layers, path); err != nil {
-			failed = append(failed, fmt.Errorf("%s: %w", img.ref, err))
-			continue
-		}
-		written = append(written, Written{Ref: img.ref, Path: path})
+		written, failed = writeInto(cfg, img, layers, written, failed)
 	}
 	fluxWritten, err := buildFlux(cfg, log) // flux.go
 	written = append(written, fluxWritten...)
@@ -159,6 +154,15 @@ func Build(cfg Config, log io.Writer) ([]Written, error) {
 		failed = append(failed, fmt.Errorf("flux images: %w", err))
 	}
 	return written, errors.Join(failed...)
+}
+
+// writeInto writes img to its file under cfg.Out and records it in written, or its error in failed.
+func writeInto(cfg Config, img image, layers []v1.Layer, written []Written, failed []error) ([]Written, []error) {
+	path := filepath.Join(cfg.Out, img.file)
+	if err := writeImage(img, cfg.Version, layers, path); err != nil {
+		return written, append(failed, fmt.Errorf("%s: %w", img.ref, err))
+	}
+	return append(written, Written{Ref: img.ref, Path: path}), failed
 }
 
 func writeImage(img image, version string, layers []v1.Layer, path string) error {

@@ -112,12 +112,7 @@ func buildFlux(cfg Config, log io.Writer) ([]Written, error) {
 		if img.file != "app.tar" {
 			layers = append(layers, software)
 		}
-		path := filepath.Join(cfg.Out, img.file)
-		if err := writeImage(img, cfg.Version, layers, path); err != nil {
-			failed = append(failed, fmt.Errorf("%s: %w", img.ref, err))
-			continue
-		}
-		written = append(written, Written{Ref: img.ref, Path: path})
+		written, failed = writeInto(cfg, img, layers, written, failed)
 	}
 	return written, errors.Join(failed...)
 }
