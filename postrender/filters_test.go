@@ -188,17 +188,13 @@ func TestChecks(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			mc, segs, err := resolved(t, c.input)
-			require.NoError(t, err)
-			err = c.step.apply(mc)
+			_, out, err := applyStep(t, c.input, c.step)
 			if c.wantErr != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), c.wantErr)
 				assert.NotContains(t, err.Error(), "\n")
 				return
 			}
-			require.NoError(t, err)
-			out, err := joinStream(segs)
 			require.NoError(t, err)
 			assert.Equal(t, c.input, out, "a check edits nothing")
 		})
@@ -258,16 +254,12 @@ func TestEdits(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			mc, segs, err := resolved(t, c.input)
-			require.NoError(t, err)
-			err = c.step.apply(mc)
+			mc, out, err := applyStep(t, c.input, c.step)
 			if c.wantErr != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), c.wantErr)
 				return
 			}
-			require.NoError(t, err)
-			out, err := joinStream(segs)
 			require.NoError(t, err)
 			if c.want == "" {
 				assert.Equal(t, c.input, out, "nothing to change: the input's bytes")
@@ -276,6 +268,20 @@ func TestEdits(t *testing.T) {
 			assert.Equal(t, c.want, mc.config.node.MustString())
 		})
 	}
+}
+
+// applyStep resolves the MiniCluster of input, runs s on it, and returns it with the stream
+// written back ("" when s fails).
+func applyStep(t *testing.T, input string, s step) (*miniCluster, string, error) {
+	t.Helper()
+	mc, segs, err := resolved(t, input)
+	require.NoError(t, err)
+	if err := s.apply(mc); err != nil {
+		return mc, "", err
+	}
+	out, err := joinStream(segs)
+	require.NoError(t, err)
+	return mc, out, nil
 }
 
 func TestClaimedJobs(t *testing.T) {
