@@ -6,9 +6,6 @@ import (
 	"context"
 	"debug/elf"
 	"io"
-	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,11 +17,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
-)
 
-// registryBin is Debian's docker-registry (the CNCF distribution registry) that
-// ci/registry/up.sh runs.
-const registryBin = "/usr/bin/docker-registry"
+	"github.com/minicluster/minicluster/internal/registrytest"
+)
 
 // fixtureLayer is an uncompressed layer of these regular files (root-owned, fixed times).
 func fixtureLayer(t *testing.T, files map[string]string) v1.Layer {
@@ -79,46 +74,13 @@ func fixtureTarball(t *testing.T, path, ref string, files map[string]string, cfg
 	}
 }
 
-func freeLoopbackAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// script runs one of ci/registry's scripts with this registry's address and state directory.
-func script(t *testing.T, which, addr, stateDir string) string {
-	t.Helper()
-	cmd := exec.Command("bash", filepath.Join("..", "registry", which))
-	cmd.Env = append(os.Environ(), "REGISTRY_ADDR="+addr, "CLUSTER_DIR="+stateDir)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("ci/registry/%s: %v\n%s", which, err, out)
-	}
-	return string(out)
-}
-
 // TestPushKeygenIndexToRealRegistry starts the real registry (ci/registry/up.sh, Debian's
 // docker-registry) on a free loopback port, pushes a keygen image and a single-platform image
 // from docker-save tarballs, and reads both back from the registry.
 func TestPushKeygenIndexToRealRegistry(t *testing.T) {
-	if _, err := os.Stat(registryBin); err != nil {
-		t.Fatalf("%s is missing: install Debian's registry (apt-get install docker-registry; make deps does it)", registryBin)
-	}
-	state := t.TempDir()
-	addr := freeLoopbackAddr(t)
-	out := script(t, "up.sh", addr, state)
-	t.Cleanup(func() {
-		out := script(t, "down.sh", addr, state)
-		if !strings.Contains(out, "stopped") {
-			t.Errorf("down.sh did not stop the registry: %s", out)
-		}
-	})
-	t.Log(strings.TrimSpace(out))
-	if again := script(t, "up.sh", addr, state); !strings.Contains(again, "already up") {
+	reg := registrytest.Start(t)
+	addr := reg.Addr
+	if again := reg.Script(t, "up.sh"); !strings.Contains(again, "already up") {
 		t.Errorf("a second up.sh should say the registry is already up, said: %s", again)
 	}
 

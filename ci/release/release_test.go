@@ -8,7 +8,6 @@ import (
 	"compress/gzip"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,11 +22,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/minicluster/minicluster/internal/helmtest"
+	"github.com/minicluster/minicluster/internal/registrytest"
 	"github.com/minicluster/minicluster/internal/repo"
 )
-
-// registryBin is Debian's docker-registry that ci/registry/up.sh runs.
-const registryBin = "/usr/bin/docker-registry"
 
 // repoRoot is the repository this test belongs to (the test runs in ci/release).
 func repoRoot(t *testing.T) string {
@@ -43,16 +40,6 @@ func repoRoot(t *testing.T) string {
 func helmCLIs(t *testing.T) map[string]string {
 	t.Helper()
 	return map[string]string{"helm3": helmtest.HelmCLI(t, 3), "helm4": helmtest.HelmCLI(t, 4)}
-}
-
-func freeLoopbackAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // run runs a command in dir with extra environment and returns its combined output.
@@ -71,25 +58,6 @@ func must(t *testing.T, dir string, env []string, name string, args ...string) s
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}
 	return out
-}
-
-// startRegistry starts ci/registry/up.sh's registry on a free loopback port until the test ends.
-func startRegistry(t *testing.T) string {
-	t.Helper()
-	if _, err := os.Stat(registryBin); err != nil {
-		t.Fatalf("%s is missing: install Debian's registry (apt-get install docker-registry; make deps does it)", registryBin)
-	}
-	state := t.TempDir()
-	addr := freeLoopbackAddr(t)
-	env := []string{"REGISTRY_ADDR=" + addr, "CLUSTER_DIR=" + state}
-	dir := filepath.Join(repoRoot(t), "ci", "registry")
-	t.Log(strings.TrimSpace(must(t, dir, env, "bash", "up.sh")))
-	t.Cleanup(func() {
-		if out, err := run(dir, env, "bash", "down.sh"); err != nil || !strings.Contains(out, "stopped") {
-			t.Errorf("ci/registry/down.sh did not stop the registry (%v): %s", err, out)
-		}
-	})
-	return addr
 }
 
 // testKey makes a throwaway GnuPG signing key (no passphrase) and returns the key's name, the
@@ -204,7 +172,7 @@ func TestReleaseToRealRegistry(t *testing.T) {
 		t.Skip("-short: builds images and talks to a registry")
 	}
 	clis := helmCLIs(t)
-	addr := startRegistry(t)
+	addr := registrytest.Start(t).Addr
 	key, secring, pubring := testKey(t)
 
 	clone := filepath.Join(t.TempDir(), "minicluster")
