@@ -148,7 +148,6 @@ func sameConfig(a, b map[string]any) bool {
 func encodeBrokerTOML(cfg map[string]any) (string, error) {
 	var b bytes.Buffer
 	enc := toml.NewEncoder(&b)
-	enc.Indent = ""
 	if err := enc.Encode(cfg); err != nil {
 		return "", err
 	}

@@ -217,16 +217,24 @@ func TestEdits(t *testing.T) {
 		{name: "broker.toml: resized", step: brokerTOML{}, input: stream(brokerConfigYAML, serviceYAML, resized)},
 		{name: "broker.toml: enable_ipv6 kept", step: brokerTOML{}, input: stream(edited(t, brokerConfigYAML, "    hosts = [", "    enable_ipv6 = true\n    hosts = ["), serviceYAML, jobYAML)},
 		{name: "broker.toml: Job renamed", step: brokerTOML{}, input: stream(brokerConfigYAML, serviceYAML, renamed),
-			want: edited(t, brokerConfigYAML, `    default_port = 8050
+			want: edited(t, brokerConfigYAML, `    curve_cert = "/c"
+    default_port = 8050
     default_bind = "tcp://eth0:%p"
     default_connect = "tcp://%h.m.ns.svc.cluster.local:%p"
     hosts = [{ host = "m-[0-2]" }]
-`, `    default_bind = "tcp://eth0:%p"
-    default_connect = "tcp://%h.m.ns.svc.cluster.local:%p"
-    default_port = 8050
 
-    [[bootstrap.hosts]]
-    host = "team-m-[0-2]"
+    [resource]
+    path = "/R"
+`, `      curve_cert = "/c"
+      default_bind = "tcp://eth0:%p"
+      default_connect = "tcp://%h.m.ns.svc.cluster.local:%p"
+      default_port = 8050
+
+      [[bootstrap.hosts]]
+        host = "team-m-[0-2]"
+
+    [resource]
+      path = "/R"
 `)},
 		{name: "broker.toml: custom is not rewritten", step: brokerTOML{}, input: stream(custom, serviceYAML, edited(t, jobYAML, "containerPort: 8050", "containerPort: 9000")),
 			wantErr: "broker ConfigMap ns/m-broker data broker.toml (your flux.brokerConfig): default_port = 8050 but the brokers listen on 9000; set default_port = 9000"},

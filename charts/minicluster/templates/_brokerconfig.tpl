@@ -42,31 +42,28 @@
 {{- if .Values.flux.brokerConfig -}}
 {{- .Values.flux.brokerConfig -}}
 {{- else -}}
-[bootstrap]
-curve_cert = {{ include "minicluster.curveCertPath" . | quote }}
-default_port = {{ int .Values.flux.port }}
-default_bind = {{ printf "tcp://%s:%%p" .Values.flux.interface | quote }}
-default_connect = {{ printf "tcp://%%h.%s:%%p" (include "minicluster.domain" .) | quote }}
-hosts = [{ host = {{ include "minicluster.hosts" . | quote }} }]
-
-[resource]
-path = {{ include "minicluster.resourcePath" . | quote }}
-noverify = true
-
-[access]
-allow-guest-user = true
-allow-root-owner = true
-{{ end -}}
+{{- $bootstrap := dict
+  "curve_cert" (include "minicluster.curveCertPath" .)
+  "default_port" (int .Values.flux.port)
+  "default_bind" (printf "tcp://%s:%%p" .Values.flux.interface)
+  "default_connect" (printf "tcp://%%h.%s:%%p" (include "minicluster.domain" .))
+  "hosts" (list (dict "host" (include "minicluster.hosts" .))) -}}
+{{- toToml (dict
+  "bootstrap" $bootstrap
+  "resource" (dict "path" (include "minicluster.resourcePath" .) "noverify" true)
+  "access" (dict "allow-guest-user" true "allow-root-owner" true)) -}}
+{{- end -}}
 {{- end -}}
 
 {{/* minicluster.parameters is the JSON annotation the post-renderer reads from the broker ConfigMap. */}}
 {{- define "minicluster.parameters" -}}
 {{- $name := include "minicluster.fullname" . -}}
-{{- printf "{\"job\":%s,\"service\":%s,\"maxSize\":%d,\"port\":%d,\"clusterDomain\":%s,\"interface\":%s,\"curveCert\":%s,\"resourcePath\":%s,\"custom\":%t}"
-  ($name | toJson) ($name | toJson) (include "minicluster.maxSize" . | int) (int .Values.flux.port)
-  (.Values.clusterDomain | toJson) (.Values.flux.interface | toJson)
-  (include "minicluster.curveCertPath" . | toJson) (include "minicluster.resourcePath" . | toJson)
-  (not (empty .Values.flux.brokerConfig)) -}}
+{{- toJson (dict
+  "job" $name "service" $name
+  "maxSize" (include "minicluster.maxSize" . | int) "port" (int .Values.flux.port)
+  "clusterDomain" .Values.clusterDomain "interface" .Values.flux.interface
+  "curveCert" (include "minicluster.curveCertPath" .) "resourcePath" (include "minicluster.resourcePath" .)
+  "custom" (not (empty .Values.flux.brokerConfig))) -}}
 {{- end -}}
 
 {{/* minicluster.ephemeral is "true" when the lead runs a command and the instance ends with it. */}}
