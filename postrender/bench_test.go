@@ -41,7 +41,7 @@ func BenchmarkPostRender(b *testing.B) {
 		b.Run(fmt.Sprintf("size=%d/kustomize-rename", size), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := postrender.Render([]byte(in), postrender.Options{KustomizeDir: overlay("rename")}); err != nil {
+				if _, err := postrender.Render([]byte(in), postrender.Options{KustomizeDir: kustomization("rename")}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -319,7 +319,7 @@ func TestClaimedJobs(t *testing.T) {
 }
 
 // TestKeepKeyNames: the chart's key objects keep their names (and the references to them)
-// whatever an overlay renamed; a move to another namespace is an error.
+// whatever a kustomization renamed; a move to another namespace is an error.
 func TestKeepKeyNames(t *testing.T) {
 	const secret = `apiVersion: v1
 kind: Secret
@@ -348,7 +348,7 @@ rules:
 		{name: "not renamed", input: stream(secret, job, role), want: stream(secret, job, role)},
 		{name: "renamed back", input: stream(rename(secret), rename(job), rename(role)), want: stream(secret, job, role)},
 		{name: "moved", input: stream(strings.ReplaceAll(secret, "namespace: ns", "namespace: hpc")),
-			wantErr: `the overlay moves Secret ns/m-curve (the key the keygen hook makes) to namespace "hpc"`},
+			wantErr: `the kustomization moves Secret ns/m-curve (a key object the keygen Job fills) to namespace "hpc"`},
 	}
 	chart, err := splitStream(secret)
 	require.NoError(t, err)

@@ -46,13 +46,13 @@ func TestHelmSDK(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, plain, same, "an unmodified render passes through")
 
-	renamed, err := sdkInstall(t, postrender.PostRenderer{Options: postrender.Options{KustomizeDir: overlay("rename")}})
+	renamed, err := sdkInstall(t, postrender.PostRenderer{Options: postrender.Options{KustomizeDir: kustomization("rename")}})
 	require.NoError(t, err)
 	mc := decode(t, renamed, "team-flux-sample-broker")
 	assertFluxWorks(t, mc, 16)
 	assert.Equal(t, "6", mc.Config.Data["size"])
 
-	_, err = sdkInstall(t, postrender.PostRenderer{Options: postrender.Options{KustomizeDir: overlay("subdomain-only-job")}})
+	_, err = sdkInstall(t, postrender.PostRenderer{Options: postrender.Options{KustomizeDir: kustomization("subdomain-only-job")}})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `Job default/flux-sample has subdomain "brokers", but there is no Service "brokers"`)
 }
@@ -96,13 +96,13 @@ func TestHelm3CLI(t *testing.T) {
 	require.NoError(t, err, stderr)
 	assert.Equal(t, plain, out)
 
-	abs, err := filepath.Abs(overlay("rename"))
+	abs, err := filepath.Abs(kustomization("rename"))
 	require.NoError(t, err)
 	out, stderr, err = helmRun(t, helm, home, append(templateArgs, "--post-renderer", bin, "--post-renderer-args=--kustomize="+abs)...)
 	require.NoError(t, err, stderr)
 	assertFluxWorks(t, decode(t, out, "team-flux-sample-broker"), 16)
 
-	broken, err := filepath.Abs(overlay("port-only-container"))
+	broken, err := filepath.Abs(kustomization("port-only-container"))
 	require.NoError(t, err)
 	out, stderr, err = helmRun(t, helm, home, append(templateArgs, "--post-renderer", bin, "--post-renderer-args", "--kustomize", "--post-renderer-args", broken)...)
 	require.Error(t, err)
@@ -145,7 +145,7 @@ func TestHelm4Plugin(t *testing.T) {
 	assert.Equal(t, plain, out, "Helm 4 post-renders hooks too; an unmodified render passes through")
 	assert.Contains(t, out, "kind: Pod", "the helm test hook went through")
 
-	abs, err := filepath.Abs(overlay("rename"))
+	abs, err := filepath.Abs(kustomization("rename"))
 	require.NoError(t, err)
 	out, stderr, err = helmRun(t, helm, home, append(templateArgs, "--post-renderer", "minicluster", "--post-renderer-args=--kustomize="+abs)...)
 	require.NoError(t, err, stderr)
@@ -153,7 +153,7 @@ func TestHelm4Plugin(t *testing.T) {
 	assert.Contains(t, out, "name: team-flux-sample-keygen", "Helm 4 post-renders the keygen hook")
 	assert.NotContains(t, out, "postrenderer.helm.sh/postrender-filename", "Helm 4 found its annotation on every document and removed it")
 
-	broken, err := filepath.Abs(overlay("port-only-container"))
+	broken, err := filepath.Abs(kustomization("port-only-container"))
 	require.NoError(t, err)
 	out, stderr, err = helmRun(t, helm, home, append(templateArgs, "--post-renderer", "minicluster", "--post-renderer-args=--kustomize="+broken)...)
 	require.Error(t, err)

@@ -214,5 +214,5 @@ func run(t testing.TB, in string, opts postrender.Options) string {
 	return string(out)
 }
 
-// overlay is the path of a kustomization under testdata/overlays.
-func overlay(name string) string { return filepath.Join("testdata", "overlays", name) }
+// kustomization is the path of a kustomization under testdata/kustomizations.
+func kustomization(name string) string { return filepath.Join("testdata", "kustomizations", name) }

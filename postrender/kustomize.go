@@ -13,7 +13,7 @@ import (
 )
 
 const (
-	// RenderedFile is the resource name under which the overlay sees Helm's manifests.
+	// RenderedFile is the resource name under which the kustomization sees Helm's manifests.
 	RenderedFile = "rendered.yaml"
 	// subdomainConfigFile teaches kustomize that a Job's pod subdomain names a Service, so that
 	// namePrefix, nameSuffix and renames keep the Job pointing at its headless Service.
@@ -28,10 +28,10 @@ const (
 `
 )
 
-// applyOverlay runs the kustomization in dir over the manifests in, supplied as rendered.yaml
+// applyKustomization runs the kustomization in dir over the manifests in, supplied as rendered.yaml
 // on an in-memory layer over dir, and returns the result as segments.
-func applyOverlay(dir, in string) ([]*segment, error) {
-	root, err := overlayRoot(dir)
+func applyKustomization(dir, in string) ([]*segment, error) {
+	root, err := kustomizationRoot(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -65,8 +65,8 @@ func applyOverlay(dir, in string) ([]*segment, error) {
 	return segs, nil
 }
 
-// overlayRoot resolves the --kustomize directory to an absolute path without symlinks.
-func overlayRoot(dir string) (string, error) {
+// kustomizationRoot resolves the --kustomize directory to an absolute path without symlinks.
+func kustomizationRoot(dir string) (string, error) {
 	root, err := filepath.Abs(dir)
 	if err == nil {
 		root, err = filepath.EvalSymlinks(root)
@@ -158,10 +158,10 @@ func keyObjects(objs []*object) map[string]*object {
 	return keys
 }
 
-// keepKeyNames is the kio.Filter that undoes an overlay's renaming of the chart's key objects
-// (and of the references to them in Jobs and Roles): the keygen hook creates them under the
-// chart's names, and Helm 3 does not post-render hooks. Moving them to another namespace
-// cannot be undone: an error.
+// keepKeyNames is the kio.Filter that undoes a kustomization's renaming of the chart's key objects
+// (and of the references to them in Jobs and Roles): the keygen Job and the brokers' init
+// step name them in their arguments, which kustomize does not rewrite. Moving them to another
+// namespace than the release's is refused: an error.
 type keepKeyNames struct {
 	chart map[string]*object // the key objects as Helm rendered them, by keyObject
 }
@@ -189,7 +189,7 @@ func (f keepKeyNames) Filter(nodes []*yaml.RNode) ([]*yaml.RNode, error) {
 }
 
 // restoreNames gives the key objects back the chart's names and returns the renames undone,
-// as "<kind>/<namespace>/<overlay's name>" -> chart's name.
+// as "<kind>/<namespace>/<kustomization's name>" -> chart's name.
 func (f keepKeyNames) restoreNames(objs []*object) (map[string]string, error) {
 	renamed := map[string]string{}
 	for _, o := range objs {
@@ -199,7 +199,7 @@ func (f keepKeyNames) restoreNames(objs []*object) (map[string]string, error) {
 			continue
 		}
 		if o.namespace != was.namespace {
-			return nil, fmt.Errorf("the overlay moves %s %s (the key the keygen hook makes) to namespace %q, where the hook, which Helm 3 does not post-render, cannot put it; install into that namespace with helm --namespace %s instead of moving it, or use curve.existingSecret", o.kind, ref(was), o.namespace, o.namespace)
+			return nil, fmt.Errorf("the kustomization moves %s %s (a key object the keygen Job fills) to namespace %q; the key objects stay in the release's namespace: install into that namespace with helm --namespace %s instead of moving it, or use curve.existingSecret", o.kind, ref(was), o.namespace, o.namespace)
 		}
 		if o.name == was.name {
 			continue

@@ -20,7 +20,7 @@ const (
 )
 
 // parameters is the JSON of ParametersAnnotation. The names of the Job and the Service are the
-// chart's; an overlay may rename them, so the final objects win and the annotation is updated.
+// chart's; a kustomization may rename them, so the final objects win and the annotation is updated.
 type parameters struct {
 	Job           string `json:"job"`
 	Service       string `json:"service"`
@@ -96,7 +96,7 @@ func isBrokerConfig(o *object) bool {
 }
 
 // claimedJobs is the kio.Filter that fails for a Job the chart made (it has MaxSizeAnnotation)
-// when it mounts no broker ConfigMap of its namespace: an overlay dropped or renamed it away.
+// when it mounts no broker ConfigMap of its namespace: a kustomization dropped or renamed it away.
 type claimedJobs struct{}
 
 var _ kio.Filter = claimedJobs{}
@@ -108,7 +108,7 @@ func (claimedJobs) Filter(nodes []*yaml.RNode) ([]*yaml.RNode, error) {
 			continue
 		}
 		if !mountsBrokerConfig(job, objs) {
-			return nil, fmt.Errorf("the Job %s is a MiniCluster (annotation %s) but its broker ConfigMap is missing: %s; keep the chart's broker ConfigMap (<release>-broker) in the output of your overlay", ref(job), MaxSizeAnnotation, missingBrokerConfig(job))
+			return nil, fmt.Errorf("the Job %s is a MiniCluster (annotation %s) but its broker ConfigMap is missing: %s; keep the chart's broker ConfigMap (<release>-broker) in the output of your kustomization", ref(job), MaxSizeAnnotation, missingBrokerConfig(job))
 		}
 	}
 	return nodes, nil

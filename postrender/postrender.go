@@ -1,5 +1,5 @@
 // Package postrender is minicluster's Helm post-renderer: it reads the manifests Helm rendered,
-// optionally applies a kustomize overlay, and then makes every MiniCluster in them consistent
+// optionally applies a kustomization, and then makes every MiniCluster in them consistent
 // with the objects as Kubernetes will create them: the broker ConfigMap's broker.toml, host list
 // and size are recomputed from the final Job, Service and namespace, and a MiniCluster that
 // cannot work (wrong Service, selector, subdomain, sizes, names, broker.toml keys) is an error.
@@ -41,7 +41,7 @@ func Render(in []byte, opts Options) ([]byte, error) {
 	var filters []kio.Filter
 	if opts.KustomizeDir != "" {
 		keep := keepKeyNames{chart: keyObjects(objectsOf(nodes(segs)))}
-		if segs, err = applyOverlay(opts.KustomizeDir, string(in)); err != nil {
+		if segs, err = applyKustomization(opts.KustomizeDir, string(in)); err != nil {
 			return nil, err
 		}
 		filters = append(filters, keep)

@@ -67,7 +67,7 @@ func TestHelm4Input(t *testing.T) {
 
 	resized := edit(t, in, "Job", "flux-sample", set(t, "6", "spec", "completions"))
 	resized = edit(t, resized, "Job", "flux-sample", set(t, "6", "spec", "parallelism"))
-	for _, o := range []string{"", overlay("rename")} {
+	for _, o := range []string{"", kustomization("rename")} {
 		out := run(t, resized, postrender.Options{KustomizeDir: o})
 		require.Equal(t, len(docs(resized)), len(docs(out)), "no document dropped")
 		assert.Equal(t, strings.Count(resized, "helm.sh/hook:"), strings.Count(out, "helm.sh/hook:"), "hooks pass through")
@@ -84,12 +84,12 @@ func TestHelm4Input(t *testing.T) {
 
 const helm4Annotation = "postrenderer.helm.sh/postrender-filename"
 
-// TestIdempotent: post-rendering the output again changes nothing, with or without an overlay
+// TestIdempotent: post-rendering the output again changes nothing, with or without a kustomization
 // before.
 func TestIdempotent(t *testing.T) {
 	in := chart(t, helmtest.Options{})
-	for _, o := range []string{"", overlay("rename"), overlay("port"), overlay("subdomain"), overlay("resize")} {
-		t.Run("overlay="+filepath.Base(o), func(t *testing.T) {
+	for _, o := range []string{"", kustomization("rename"), kustomization("port"), kustomization("subdomain"), kustomization("resize")} {
+		t.Run("kustomization="+filepath.Base(o), func(t *testing.T) {
 			once := run(t, in, postrender.Options{KustomizeDir: o})
 			twice := run(t, once, postrender.Options{})
 			assert.Equal(t, once, twice)

@@ -3,7 +3,7 @@ package postrender
 import "fmt"
 
 // resolve finds the MiniCluster whose broker ConfigMap is cm as the objects are now: the Job
-// that mounts cm, and the Service named by that Job's pod subdomain. An overlay's renames are
+// that mounts cm, and the Service named by that Job's pod subdomain. A kustomization's renames are
 // followed: kustomize updates the ConfigMap reference and (see subdomainConfig) the subdomain.
 func resolve(cm *object, objs []*object) (*miniCluster, error) {
 	p, err := parseParameters(cm)
@@ -61,7 +61,7 @@ func oneJob(cm, named *object, name string, mounting []*object) error {
 }
 
 // podService follows the Job's pod subdomain to the headless Service that gives the pods DNS
-// names: after an overlay, the subdomain carries the Service's new name.
+// names: after a kustomization, the subdomain carries the Service's new name.
 func podService(job *object, objs []*object) (*object, error) {
 	subdomain := scalar(job.node, "spec", "template", "spec", "subdomain")
 	if subdomain == "" {

@@ -72,14 +72,14 @@ func images(version string) []image {
 		{
 			ref: "ghcr.io/minicluster/flux-keygen:" + version, file: "flux-keygen.tar",
 			binary: pkgKeygen, binPath: "usr/local/bin/flux-keygen",
-			// No shell and no other program: the hook runs flux-keygen and nothing else.
+			// No shell and no other program: the keygen Job and the brokers' init step run flux-keygen and nothing else.
 			extra: []file{{path: "etc/passwd", mode: 0o644, data: []byte(passwd)}, {path: "etc/group", mode: 0o644, data: []byte(group)}},
 			config: v1.Config{
 				Entrypoint: []string{"/usr/local/bin/flux-keygen"},
 				User:       "65532:65532",
 				Env:        []string{"PATH=/usr/local/bin"},
 			},
-			description: "flux-keygen: Flux CURVE certificates and the minicluster chart's keygen hook",
+			description: "flux-keygen: Flux CURVE certificates and the minicluster chart's keygen Job",
 		},
 		{
 			ref: "localhost/minicluster/pause:local", file: "pause.tar",

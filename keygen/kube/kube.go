@@ -1,16 +1,13 @@
-// Package kube is flux-keygen's Kubernetes mode, which the chart's keygen hook Job runs: it
-// puts the CURVE certificate (in a Secret, or a ConfigMap on request) and the munge key Secret
-// of a release into the objects the chart renders without data.
-//
-// The chart runs the hook at the point where this works with each Helm: Helm 4 (pre-install)
-// applies the chart's objects server-side over the ones made here, adopting them and keeping
-// their data; Helm 3 decides what to adopt before pre-install hooks run and then fails to
-// create an object a hook made, so there the hook runs post-install and fills the data-less
-// object Helm created. Either way the object is part of the release and `helm uninstall`
-// deletes it. Objects made here carry Helm's ownership metadata and the chart's labels.
+// Package kube is flux-keygen's Kubernetes mode, which the chart's keygen Job runs while the
+// broker pods start: it puts the CURVE certificate (in a Secret, or a ConfigMap on request) and
+// the munge key Secret of a release into the objects the chart renders without data. Helm
+// creates those objects with the release and never renders their data, so the key survives
+// upgrades and `helm uninstall` deletes it. An object that does not exist yet (flux-keygen run
+// before the chart) is created with Helm's ownership metadata and the chart's labels, so that
+// the install adopts it.
 //
 // It never overwrites a key: an existing object is read back and kept when it is valid (a
-// retried hook keeps the key the brokers use), filled when it is the release's object with no
+// retried Job keeps the key the brokers use), filled when it is the release's object with no
 // data yet, and an error, with a way out, otherwise. It needs create on secrets/configmaps and
 // get and update on the named objects, nothing more.
 package kube

@@ -2,10 +2,10 @@ package kube
 
 // These tests hold the API-call logic (create, fill, keep, refuse) against client-go's
 // fake clientset, which answers Create with AlreadyExists like the API server but checks no
-// RBAC. Against a real API server, test/e2e runs the hook in the chart: the Secret it creates
+// RBAC. Against a real API server, test/e2e runs the keygen Job in the chart: the Secret it creates
 // holds a valid certificate with Helm's ownership (install_test.go), Helm keeps it on upgrade
 // (resize_test.go) and deletes it on uninstall, also after a failed install (fault_test.go);
-// and kube_e2e_test.go (build tag e2e) runs create/keep/refuse here as the hook's service
+// and kube_e2e_test.go (build tag e2e) runs create/keep/refuse here as the keygen Job's service
 // account with exactly the chart's Role.
 
 import (
@@ -44,7 +44,7 @@ func run(t *testing.T, client *fake.Clientset, o Options) ([]Result, string, err
 	return res, log.String(), err
 }
 
-// onlyCreateAndGet asserts the least-privilege contract of the hook's Role.
+// onlyCreateAndGet asserts the least-privilege contract of the keygen Job's Role.
 func onlyCreateAndGet(t *testing.T, client *fake.Clientset) {
 	t.Helper()
 	for _, a := range client.Actions() {
@@ -226,7 +226,7 @@ func TestRefusesInvalidExisting(t *testing.T) {
 	}
 }
 
-// TestFillsChartObjects: under Helm 3 the hook runs post-install and finds the chart's data-less
+// TestFillsChartObjects: the keygen Job finds the chart's data-less
 // objects (with the ownership annotations Helm sets); it writes the keys into them, and a
 // re-run keeps them.
 func TestFillsChartObjects(t *testing.T) {

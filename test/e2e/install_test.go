@@ -216,7 +216,7 @@ func TestPostRendererHelm3(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t, "postrender3")
 	r := newRelease(t, ns, "flux-sample", helm3, "--post-renderer", bin("minicluster-postrender"),
-		"--post-renderer-args=--kustomize="+overlay(t))
+		"--post-renderer-args=--kustomize="+kustomization(t))
 	r.install("--set", "size=6,interactive=true")
 	checkInteractive(t, r, 6, 16)
 	checkPostRendered(t, r)
@@ -228,7 +228,7 @@ func TestPostRendererHelm3(t *testing.T) {
 func TestPostRendererHelm4Plugin(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t, "postrender4")
-	r := newRelease(t, ns, "flux-sample", helm4, "--post-renderer", "minicluster", "--post-renderer-args=--kustomize="+overlay(t))
+	r := newRelease(t, ns, "flux-sample", helm4, "--post-renderer", "minicluster", "--post-renderer-args=--kustomize="+kustomization(t))
 	installPlugin(t, r)
 	if out, _ := r.run("plugin", "list"); !strings.Contains(out, "minicluster") {
 		t.Fatalf("helm 4 plugin list does not show minicluster:\n%s", out)
@@ -259,8 +259,8 @@ func installPlugin(t *testing.T, r *release) {
 	}
 }
 
-// overlay is a kustomization that marks every object, so a test can see the post-renderer ran.
-func overlay(t *testing.T) string {
+// kustomization is one that marks every object, so a test can see the post-renderer ran.
+func kustomization(t *testing.T) string {
 	dir := t.TempDir()
 	k := "resources:\n  - rendered.yaml\ncommonAnnotations:\n  e2e.minicluster.dev/post-rendered: \"true\"\n"
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644); err != nil {
@@ -269,26 +269,26 @@ func overlay(t *testing.T) string {
 	return dir
 }
 
-// checkPostRendered: the live Job, Service and broker ConfigMap carry the overlay's annotation.
+// checkPostRendered: the live Job, Service and broker ConfigMap carry the kustomization's annotation.
 func checkPostRendered(t *testing.T, r *release) {
 	t.Helper()
 	ctx := context.Background()
 	const key = "e2e.minicluster.dev/post-rendered"
 	job, err := kube.BatchV1().Jobs(r.ns).Get(ctx, r.name, metav1.GetOptions{})
 	if err != nil || job.Annotations[key] != "true" {
-		t.Errorf("Job %s lacks the post-renderer overlay's annotation (%v)", r.name, err)
+		t.Errorf("Job %s lacks the post-renderer kustomization's annotation (%v)", r.name, err)
 	}
 	svc, err := kube.CoreV1().Services(r.ns).Get(ctx, r.name, metav1.GetOptions{})
 	if err != nil || svc.Annotations[key] != "true" {
-		t.Errorf("Service %s lacks the post-renderer overlay's annotation (%v)", r.name, err)
+		t.Errorf("Service %s lacks the post-renderer kustomization's annotation (%v)", r.name, err)
 	}
 	cm, err := kube.CoreV1().ConfigMaps(r.ns).Get(ctx, r.name+"-broker", metav1.GetOptions{})
 	if err != nil || cm.Annotations[key] != "true" {
-		t.Errorf("ConfigMap %s-broker lacks the post-renderer overlay's annotation (%v)", r.name, err)
+		t.Errorf("ConfigMap %s-broker lacks the post-renderer kustomization's annotation (%v)", r.name, err)
 	}
 }
 
-// An overlay that renames everything (namePrefix) through the Helm 4 plugin: the post-renderer
+// A kustomization that renames everything (namePrefix) through the Helm 4 plugin: the post-renderer
 // recomputes broker.toml and the host list for the new Job and Service names, the brokers form
 // one Flux instance under them, and `helm test` (which reads the broker ConfigMap) passes.
 func TestPostRendererRenameHelm4(t *testing.T) {

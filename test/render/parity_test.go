@@ -47,7 +47,7 @@ func clusterDomainTo(d string) patch {
 }
 
 // TestChartAndPostRendererRefuseTheSameValues: a value the post-renderer refuses in rendered
-// manifests (as an overlay could make them) is one the chart refuses too, and both messages
+// manifests (as a kustomization could make them) is one the chart refuses too, and both messages
 // name it. Each row gives the values for the chart and the same change made to the manifests
 // the chart renders for its default values.
 func TestChartAndPostRendererRefuseTheSameValues(t *testing.T) {

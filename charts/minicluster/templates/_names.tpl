@@ -47,12 +47,12 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- printf "%s-munge" .Release.Name -}}
 {{- end -}}
 
-{{/* minicluster.keygen.fullname names the keygen hook's Job, ServiceAccount, Role and RoleBinding. */}}
+{{/* minicluster.keygen.fullname names the keygen Job, ServiceAccount, Role and RoleBinding. */}}
 {{- define "minicluster.keygen.fullname" -}}
 {{- printf "%s-keygen" .Release.Name -}}
 {{- end -}}
 
-{{/* minicluster.keygen.enabled is "true" when the keygen hook has something to create. */}}
+{{/* minicluster.keygen.enabled is "true" when the keygen Job has something to fill. */}}
 {{- define "minicluster.keygen.enabled" -}}
 {{- if or (not .Values.curve.existingSecret) .Values.munge.enabled }}true{{ end -}}
 {{- end -}}

@@ -168,7 +168,7 @@ func TestKube(t *testing.T) {
 	}
 }
 
-// TestBinary runs the built program, as the hook Job and users do: exit codes, help text, a
+// TestBinary runs the built program, as the keygen Job and users do: exit codes, help text, a
 // certificate with mode 0600, and the outside-a-cluster error of kube mode.
 func TestBinary(t *testing.T) {
 	dir := t.TempDir()

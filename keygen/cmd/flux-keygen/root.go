@@ -80,7 +80,7 @@ flux's reader would reject (e.g. '_', ',' or quotes in a value) is refused up fr
 
   flux-keygen verify PATH     checks a certificate with flux-core's reader rules
   flux-keygen kube ...        creates the certificate (and munge key) in Kubernetes; the
-                              minicluster chart's keygen hook runs it
+                              minicluster chart's keygen Job runs it
 
 Exit codes: 0 success, 1 failure (the reason is printed on one line), 2 bad usage, 78 an
 invalid key object (kube fetch).`
