@@ -16,9 +16,11 @@ NS=${DEMO_NAMESPACE:-minicluster-demo}
 RELEASE=${DEMO_RELEASE:-flux-sample}
 CHART=${DEMO_CHART:-charts/minicluster}
 read -ra EXTRA <<<"${DEMO_HELM_ARGS:-}" # e.g. --post-renderer bin/minicluster-postrender
-# images PREFIX: the chart's values for the images `make images` built, named PREFIX<name>:<tag>.
+# images PREFIX: the chart's values for the images `make images` built, named PREFIX<name>:<VERSION>.
 images() {
-	IMAGES=("${EXTRA[@]}" --set "image=${1}app:test,imagePullPolicy=IfNotPresent,flux.view.image=${1}flux-view:test,flux.view.imagePullPolicy=IfNotPresent,keygen.image.pullPolicy=IfNotPresent,tests.image=${1}busybox:test,tests.imagePullPolicy=IfNotPresent")
+	local tag
+	tag=$(cat VERSION)
+	IMAGES=("${EXTRA[@]}" --set "image=${1}app:$tag,imagePullPolicy=IfNotPresent,flux.view.image=${1}flux-view:$tag,flux.view.imagePullPolicy=IfNotPresent,keygen.image.pullPolicy=IfNotPresent,tests.image=${1}busybox:$tag,tests.imagePullPolicy=IfNotPresent")
 	if [[ $1 != localhost/minicluster/ ]]; then IMAGES+=(--set "imageRegistry=${1%/}"); fi
 }
 images localhost/minicluster/

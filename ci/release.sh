@@ -16,8 +16,12 @@
 #    provenance file with it when signed;
 # 5. packages the Helm 4 post-renderer plugin (plugin.yaml stamped the same way, this host's
 #    platform) into bin/release/ (not pushed);
-# 6. reads the chart back (helm pull --verify when signed) and prints every pushed reference with
-#    its digest and size.
+# 6. reads the chart back (helm pull --verify when signed);
+# 7. runs the end-to-end test of a registry install (test/e2e TestInstallFromRegistry) against
+#    exactly what was pushed: the chart from oci://REGISTRY/charts and every image from REGISTRY,
+#    with Helm 3 and Helm 4, as a namespace admin, on the cluster in KUBECONFIG (which must pull
+#    from REGISTRY); then prints every pushed reference with its digest and size. Whether a cluster
+#    answers is checked before anything is pushed.
 #
 # Environment:
 #   VERSION      x.y.z[-pre] (default: ./VERSION); no +build metadata (OCI tags cannot carry '+')
@@ -30,6 +34,7 @@
 #   HELM         the helm CLI (default: $HELM3, else bin/tools/helm3/helm); HELM4 (default
 #                bin/tools/helm4/helm) packages the plugin.
 #   RELEASE_DIR  output directory (default bin/release)
+#   E2E=0        skip step 7 (the summary then says the release is NOT tested end to end)
 set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$REPO"
@@ -60,6 +65,10 @@ fi
 for h in "$HELM" "$HELM4"; do
 	[[ -x $h ]] || die "no helm CLI at $h (make tools builds it)"
 done
+E2E=${E2E:-1}
+if [[ $E2E != 0 && -z ${MINICLUSTER_FLUX_DIR:-} ]]; then
+	die "the end-to-end run needs the flux-view and app images: set MINICLUSTER_FLUX_DIR (make release does), or E2E=0 to release untested"
+fi
 host=${REGISTRY%%/*}
 hostname=${host%:*}
 hostname=${hostname#[}
@@ -95,6 +104,14 @@ case $rc in
 *) cat "$tmp/check.err" >&2
 	die "cannot tell whether $VERSION is already released at $REGISTRY (above); nothing was pushed" ;;
 esac
+
+# ---- a cluster for the end-to-end run, before anything is pushed ------------------------------
+if [[ $E2E != 0 ]]; then
+	say "checking that a cluster answers in KUBECONFIG=${KUBECONFIG:-} for the end-to-end run"
+	make --no-print-directory build >"$tmp/build.out" 2>&1 || { cat "$tmp/build.out" >&2; die "make build failed"; }
+	HELM3=$HELM HELM4=$HELM4 go test -tags e2e -count=1 -run '^$' ./test/e2e/ >"$tmp/preflight.out" 2>&1 ||
+		{ cat "$tmp/preflight.out" >&2; die "no cluster for the end-to-end run (above); nothing was pushed: start one that pulls from $REGISTRY and export KUBECONFIG, or set E2E=0 to release untested"; }
+fi
 
 # ---- the version, stamped into copies ----------------------------------------------------
 # stamp FILE KEY: the top-level "KEY: ..." line of FILE becomes "KEY: VERSION" (exactly one).
@@ -171,6 +188,19 @@ fi
 "$HELM" show chart "$pulled/minicluster-$VERSION.tgz" | grep -qx "version: $VERSION" || die "the pulled chart is not version $VERSION"
 [[ -z $(git status --porcelain --untracked-files=all) ]] || die "the release left the tree dirty (a bug in ci/release.sh): git status"
 
+# ---- end to end, against what was pushed -----------------------------------------------------
+if [[ $E2E != 0 ]]; then
+	say "end-to-end: installing oci://$REGISTRY/charts/minicluster $VERSION and its images from $REGISTRY (test/e2e TestInstallFromRegistry)"
+	plain=0
+	if [[ ${#plain_http[@]} -gt 0 ]]; then plain=1; fi
+	if ! E2E_RELEASE_REGISTRY=$REGISTRY E2E_RELEASE_VERSION=$VERSION E2E_RELEASE_PLAIN_HTTP=$plain HELM3=$HELM HELM4=$HELM4 \
+		go test -tags e2e -count=1 -timeout 30m -v -run '^TestInstallFromRegistry$' ./test/e2e/ >"$tmp/e2e.out" 2>&1; then
+		cat "$tmp/e2e.out" >&2
+		die "version $VERSION is pushed to $REGISTRY but FAILED its end-to-end test (above): do not announce it; fix, then release a new version"
+	fi
+	grep -E '^(=== RUN|--- |ok|PASS)' "$tmp/e2e.out" | sed 's/^/  /'
+fi
+
 # ---- summary ---------------------------------------------------------------------------------
 size() { stat -c %s "$1"; }
 echo
@@ -192,4 +222,9 @@ else
 fi
 if [[ -z ${MINICLUSTER_FLUX_DIR:-} ]]; then
 	echo "NOT pushed: the flux, flux-view and app images (MINICLUSTER_FLUX_DIR unset; make release builds them)"
+fi
+if [[ $E2E != 0 ]]; then
+	echo "tested end to end from $REGISTRY on the cluster in KUBECONFIG: helm 3 and helm 4 install, helm test, resize, uninstall"
+else
+	echo "NOT tested end to end (E2E=0)"
 fi

@@ -87,7 +87,7 @@ func images(version string) []image {
 			config: v1.Config{Entrypoint: []string{"/pause"}},
 		},
 		{
-			ref: "localhost/minicluster/busybox:test", file: "busybox.tar", busybox: true,
+			ref: "localhost/minicluster/busybox:" + version, file: "busybox.tar", busybox: true,
 			config: v1.Config{Cmd: []string{"/bin/sh"}, Env: []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}},
 		},
 	}
@@ -182,8 +182,9 @@ func writeImage(img image, version string, layers []v1.Layer, path string) error
 	cf.OS, cf.Architecture, cf.Created = "linux", runtime.GOARCH, v1.Time{Time: epoch}
 	cf.Config = img.config
 	cf.Config.Labels = map[string]string{
-		"org.opencontainers.image.source":  source,
-		"org.opencontainers.image.version": version,
+		"org.opencontainers.image.source":   source,
+		"org.opencontainers.image.version":  version,
+		"org.opencontainers.image.licenses": "Apache-2.0",
 	}
 	if img.description != "" {
 		cf.Config.Labels["org.opencontainers.image.description"] = img.description

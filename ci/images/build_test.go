@@ -83,7 +83,8 @@ func TestBuildImages(t *testing.T) {
 		t.Errorf("keygen config: user %q entrypoint %q", cf.Config.User, cf.Config.Entrypoint)
 	}
 	if cf.Config.Labels["org.opencontainers.image.version"] != "0.1.0-test" ||
-		cf.Config.Labels["org.opencontainers.image.source"] != "https://github.com/minicluster/minicluster" {
+		cf.Config.Labels["org.opencontainers.image.source"] != "https://github.com/minicluster/minicluster" ||
+		cf.Config.Labels["org.opencontainers.image.licenses"] != "Apache-2.0" {
 		t.Errorf("keygen labels %v", cf.Config.Labels)
 	}
 	if cf.OS != "linux" || cf.Architecture == "" {
@@ -115,7 +116,7 @@ func TestBuildImages(t *testing.T) {
 
 	// The busybox image (the helm test pod's): /bin/busybox and applet symlinks.
 	for _, img := range []struct{ file, ref string }{
-		{"busybox.tar", "localhost/minicluster/busybox:test"},
+		{"busybox.tar", "localhost/minicluster/busybox:0.1.0-test"},
 	} {
 		cf, files := readBack(t, path(img.file), img.ref)
 		if files["bin/busybox"].typ != tar.TypeReg || files["tmp"].mode != 0o1777 {

@@ -25,25 +25,26 @@ const (
 	stdPath         = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 )
 
-// fluxImageSet lists the three images; pyver is the view's python directory (python3.11).
-func fluxImageSet(flux, pyver string) []image {
+// fluxImageSet lists the three images, tagged tag; flux is flux-core's version and pyver the
+// view's python directory (python3.11).
+func fluxImageSet(tag, flux, pyver string) []image {
 	view := "/opt/view"
 	return []image{
 		{
 			// (a) Flux installed in the application image: flux on PATH, no other setup.
-			ref: "localhost/minicluster/flux:test", file: "flux.tar",
+			ref: "localhost/minicluster/flux:" + tag, file: "flux.tar",
 			config:      v1.Config{Cmd: []string{"/bin/bash"}, Env: fluxEnv(view, pyver, stdPath)},
 			description: "Debian 12 with flux-core " + flux + " in /opt/software, its view at /opt/view on PATH",
 		},
 		{
 			// (b) The view image (the real flux-view layout), for the chart's init container.
-			ref: "localhost/minicluster/flux-view:test", file: "flux-view.tar",
+			ref: "localhost/minicluster/flux-view:" + tag, file: "flux-view.tar",
 			config:      v1.Config{Cmd: []string{"/bin/sh"}, Env: []string{"PATH=" + stdPath}},
 			description: "flux view: flux-core " + flux + " in /opt/software, the view /opt/view -> /opt/views/view -> /opt/views/._view/<hash>",
 		},
 		{
 			// (c) An application image without Flux.
-			ref: "localhost/minicluster/app:test", file: "app.tar",
+			ref: "localhost/minicluster/app:" + tag, file: "app.tar",
 			config:      v1.Config{Cmd: []string{"/bin/bash"}, Env: []string{"PATH=" + stdPath}},
 			description: "Debian 12 minbase: an application image without Flux or python",
 		},
@@ -107,7 +108,7 @@ func buildFlux(cfg Config, log io.Writer) ([]Written, error) {
 	}
 	var written []Written
 	var failed []error
-	for _, img := range fluxImageSet(version, pyver) {
+	for _, img := range fluxImageSet(cfg.Version, version, pyver) {
 		layers := []v1.Layer{base}
 		if img.file != "app.tar" {
 			layers = append(layers, software)

@@ -18,7 +18,7 @@ import (
 
 func main() {
 	out := flag.String("out", "bin/images", "directory for the image tarballs")
-	version := flag.String("version", "0.1.0", "version: the flux-keygen image tag, its version label and its -X main.version")
+	version := flag.String("version", "0.1.0", "version: every image's tag, the flux-keygen version label and its -X main.version")
 	busybox := flag.String("busybox", "/usr/bin/busybox", "static busybox binary (Debian: apt-get install busybox-static)")
 	fluxDir := flag.String("flux-dir", os.Getenv("MINICLUSTER_FLUX_DIR"), "output directory of ci/flux/build.sh (base.tar, software.tar): adds the flux, flux-view and app images; empty: they are skipped")
 	flag.Parse()

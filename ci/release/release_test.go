@@ -182,7 +182,9 @@ func TestReleaseToRealRegistry(t *testing.T) {
 	const version = "9.8.7-rc.1"
 	registry := addr + "/minicluster/test"
 	env := func(v string) []string {
-		return []string{"VERSION=" + v, "REGISTRY=" + registry, "HELM=" + clis["helm3"], "HELM4=" + clis["helm4"],
+		// E2E=0: no cluster here; test/e2e's TestInstallFromRegistry runs the release's
+		// end-to-end step against a cluster.
+		return []string{"E2E=0", "VERSION=" + v, "REGISTRY=" + registry, "HELM=" + clis["helm3"], "HELM4=" + clis["helm4"],
 			"SIGN_KEY=" + key, "KEYRING=" + secring, "VERIFY_KEYRING=" + pubring}
 	}
 	// The Flux images need a long flux-core build: without MINICLUSTER_FLUX_DIR ci/images skips them.
@@ -196,7 +198,7 @@ func TestReleaseToRealRegistry(t *testing.T) {
 		t.Fatalf("ci/release.sh: %v", err)
 	}
 	for _, want := range []string{"released minicluster " + version, registry + "/flux-keygen:" + version + "@sha256:",
-		"oci://" + registry + "/charts/minicluster:" + version + "@sha256:", "provenance", "NOT pushed: the flux, flux-view and app images"} {
+		"oci://" + registry + "/charts/minicluster:" + version + "@sha256:", "provenance", "NOT pushed: the flux, flux-view and app images", "NOT tested end to end (E2E=0)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("ci/release.sh's output lacks %q", want)
 		}
@@ -318,6 +320,12 @@ func TestVersionInOnePlace(t *testing.T) {
 	}
 	if plugin.Version != version {
 		t.Errorf("plugin.yaml version %q, VERSION says %q", plugin.Version, version)
+	}
+	if lic := m.Annotations["artifacthub.io/license"]; lic != "Apache-2.0" {
+		t.Errorf("artifacthub.io/license is %q, want Apache-2.0 (the LICENSE file)", lic)
+	}
+	if raw, err := os.ReadFile(filepath.Join(repoRoot(t), "LICENSE")); err != nil || !strings.Contains(string(raw), "Apache License") {
+		t.Errorf("LICENSE: %v (want the Apache License 2.0 text)", err)
 	}
 	for _, k := range []string{"artifacthub.io/images", "artifacthub.io/links", "artifacthub.io/changes"} {
 		if m.Annotations[k] == "" {

@@ -36,18 +36,20 @@ var (
 // cluster; without it they must be on the nodes already (kind load) under their local names.
 // Both at once would not do: a kubelet (1.35, ensure-secret-pulled-images) that pulled an image
 // under one name verifies, by pulling, every other name of the same image.
+// Each is tagged with ./VERSION, as `make images` tags them.
 var (
-	imagePrefix = "localhost/minicluster/"
-	appImage    = imagePrefix + "app:test"       // Debian, no Flux
-	viewImage   = imagePrefix + "flux-view:test" // the real flux-view layout
-	fluxImage   = imagePrefix + "flux:test"      // Flux installed in the image
-	testsImage  = imagePrefix + "busybox:test"
+	version     string // ./VERSION
+	imagePrefix string
+	appImage    string   // Debian, no Flux
+	viewImage   string   // the real flux-view layout
+	fluxImage   string   // Flux installed in the image
+	testsImage  string   // busybox, for helm test
 	testImages  []string // --set arguments that point the chart at them
 )
 
 func useImages(prefix string) {
 	imagePrefix = prefix
-	appImage, viewImage, fluxImage, testsImage = prefix+"app:test", prefix+"flux-view:test", prefix+"flux:test", prefix+"busybox:test"
+	appImage, viewImage, fluxImage, testsImage = prefix+"app:"+version, prefix+"flux-view:"+version, prefix+"flux:"+version, prefix+"busybox:"+version
 	values := "image=" + appImage + ",imagePullPolicy=IfNotPresent,flux.view.image=" + viewImage + ",flux.view.imagePullPolicy=IfNotPresent," +
 		"keygen.image.pullPolicy=IfNotPresent,tests.image=" + testsImage + ",tests.imagePullPolicy=IfNotPresent"
 	if prefix != "localhost/minicluster/" {
@@ -69,6 +71,11 @@ func setup() error {
 	if repoRoot, err = repo.Root(); err != nil {
 		return err
 	}
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "VERSION"))
+	if err != nil {
+		return err
+	}
+	version = strings.TrimSpace(string(raw))
 	// E2E_CHART and E2E_INSTALL_ARGS run the suite against another build of the chart.
 	chartDir = envOr("E2E_CHART", filepath.Join(repoRoot, "charts", "minicluster"))
 	if reg := os.Getenv("CLUSTER_REGISTRY"); reg != "" {

@@ -5,6 +5,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,40 +23,42 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// Ship through a registry, as a user would: push the images (go run ./ci/push) and the chart
-// (helm package, helm push) to the local cluster's registry (CLUSTER_REGISTRY, started by
-// `make cluster-up`), then, as a user who may only do what the built-in admin ClusterRole allows
-// in one namespace, install from oci:// with imageRegistry so that every image is pulled from
-// it (pull policy Always), check Flux, run helm test, resize, uninstall. With Helm 3 and Helm 4.
+// Ship through a registry, as a user would: as someone who may only do what the built-in admin
+// ClusterRole allows in one namespace, install a release from oci:// with imageRegistry so that
+// every image is pulled from the registry (pull policy Always), check Flux, run helm test,
+// resize, uninstall. With Helm 3 and Helm 4. The release under test is
+//   - with E2E_RELEASE_REGISTRY and E2E_RELEASE_VERSION (ci/release.sh sets them in its last
+//     step): exactly what that release pushed;
+//   - otherwise: a release of the committed tree (ci/release.sh on a clone of HEAD, so
+//     uncommitted changes are not in it) to a new path of the local cluster's registry
+//     (CLUSTER_REGISTRY, started by `make cluster-up`), whose last step is this test in the
+//     first form. So `make release` is tested end to end, its own e2e step included.
 func TestInstallFromRegistry(t *testing.T) {
 	t.Parallel()
-	reg := os.Getenv("CLUSTER_REGISTRY")
-	if reg == "" {
-		t.Fatal("CLUSTER_REGISTRY is empty: start the local cluster (make cluster-up) and export CLUSTER_REGISTRY=NODE_IP:5000, the registry it prints (ci/cluster/lib.sh)")
+	images, releaseVersion := os.Getenv("E2E_RELEASE_REGISTRY"), os.Getenv("E2E_RELEASE_VERSION")
+	if images == "" {
+		releaseHead(t)
+		return
 	}
-	raw, err := os.ReadFile(filepath.Join(repoRoot, "VERSION"))
-	if err != nil {
-		t.Fatal(err)
+	if releaseVersion == "" {
+		t.Fatal("E2E_RELEASE_REGISTRY is set but E2E_RELEASE_VERSION is not: give the version ci/release.sh pushed")
 	}
-	version := strings.TrimSpace(string(raw)) // the tag `make images` gave flux-keygen (ci/push insists)
-	images := reg + "/minicluster"
+	chartRef := "oci://" + images + "/charts/minicluster"
+	var plainHTTP []string
+	if os.Getenv("E2E_RELEASE_PLAIN_HTTP") == "1" {
+		plainHTTP = []string{"--plain-http"}
+	}
+	t.Logf("installing the release %s %s, images from %s", chartRef, releaseVersion, images)
 
-	runCmd(t, 15*time.Minute, "go", "run", "./ci/push", "--registry", images, "--version", version,
-		"--insecure", filepath.Join(repoRoot, "bin", "images"))
-	pkgDir := t.TempDir()
-	runCmd(t, time.Minute, helm3, "package", chartDir, "-d", pkgDir, "--version", version, "--app-version", version)
-	runCmd(t, 2*time.Minute, helm3, "push", filepath.Join(pkgDir, "minicluster-"+version+".tgz"),
-		"oci://"+reg+"/charts", "--plain-http")
-	chartRef := "oci://" + reg + "/charts/minicluster"
-
-	// Every image from the registry, pulled on every start. The chart's own (flux-keygen, the
-	// test image) through imageRegistry; the application and view images as written.
+	// Every image from the registry, pulled on every start. The chart's own (flux-keygen)
+	// through imageRegistry; the application, view and test images as written.
 	sets := "imageRegistry=" + images +
-		",image=" + images + "/app:test,imagePullPolicy=Always" +
-		",flux.view.image=" + images + "/flux-view:test,flux.view.imagePullPolicy=Always" +
+		",image=" + images + "/app:" + releaseVersion + ",imagePullPolicy=Always" +
+		",flux.view.image=" + images + "/flux-view:" + releaseVersion + ",flux.view.imagePullPolicy=Always" +
 		",keygen.image.pullPolicy=Always" +
-		",tests.image=" + testsImage + ",tests.imagePullPolicy=Always" +
+		",tests.image=" + images + "/busybox:" + releaseVersion + ",tests.imagePullPolicy=Always" +
 		",size=3,interactive=true"
+	fromRegistry := append([]string{chartRef, "--version", releaseVersion}, plainHTTP...)
 
 	eachHelm(t, func(t *testing.T, helm string) {
 		ns := newNamespace(t, "registry")
@@ -65,7 +68,7 @@ func TestInstallFromRegistry(t *testing.T) {
 		r.env = []string{"KUBECONFIG=" + userConfig, "HELM_CONFIG_HOME=" + filepath.Join(home, "config"),
 			"HELM_CACHE_HOME=" + filepath.Join(home, "cache"), "HELM_DATA_HOME=" + filepath.Join(home, "data")}
 
-		if out, err := r.run("install", r.name, chartRef, "--version", version, "--plain-http", "--set", sets); err != nil {
+		if out, err := r.run(append(append([]string{"install", r.name}, fromRegistry...), "--set", sets)...); err != nil {
 			t.Fatalf("helm install %s from %s as the namespace admin: %v\n%s", r.name, chartRef, err, out)
 		}
 		pods := waitFluxUp(t, ns, r.name, 3, 16, wiringTimeout)
@@ -73,7 +76,7 @@ func TestInstallFromRegistry(t *testing.T) {
 		checkPulledFrom(t, ns, r.name, images)
 		helmTest(t, r)
 
-		if out, err := r.run("upgrade", r.name, chartRef, "--version", version, "--plain-http", "--reuse-values", "--set", "size=5"); err != nil {
+		if out, err := r.run(append(append([]string{"upgrade", r.name}, fromRegistry...), "--reuse-values", "--set", "size=5")...); err != nil {
 			t.Fatalf("helm upgrade %s --set size=5: %v\n%s", r.name, err, out)
 		}
 		pods = waitFluxUp(t, ns, r.name, 5, 16, wiringTimeout)
@@ -85,6 +88,36 @@ func TestInstallFromRegistry(t *testing.T) {
 		}
 		waitNothingLeft(t, ns, r.name, time.Minute)
 	})
+}
+
+// releaseHead releases the committed tree with ci/release.sh to a new path of the local
+// cluster's registry; the release's last step runs TestInstallFromRegistry against it.
+func releaseHead(t *testing.T) {
+	reg := os.Getenv("CLUSTER_REGISTRY")
+	if reg == "" {
+		t.Fatal("CLUSTER_REGISTRY is empty: start the local cluster (make cluster-up) and export CLUSTER_REGISTRY=NODE_IP:5000, the registry it prints (ci/cluster/lib.sh)")
+	}
+	clone := filepath.Join(t.TempDir(), "minicluster")
+	runCmd(t, time.Minute, "git", "clone", "-q", repoRoot, clone)
+	fluxDir := strings.TrimSpace(runCmd(t, time.Minute, "bash", "ci/flux/build.sh", "--print-dir"))
+	registry := fmt.Sprintf("%s/e2e-release-%d", reg, time.Now().UnixNano())
+	cmd := exec.Command("bash", "ci/release.sh")
+	cmd.Dir = clone
+	cmd.Env = append(os.Environ(), "VERSION="+version, "REGISTRY="+registry, "INSECURE=1", "MINICLUSTER_FLUX_DIR="+fluxDir,
+		"HELM="+helm3, "HELM4="+helm4, "RELEASE_DIR="+t.TempDir(), "E2E_RELEASE_REGISTRY=", "E2E_RELEASE_VERSION=")
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	t.Logf("ci/release.sh VERSION=%s REGISTRY=%s (%.1fs): %v\n%s", version, registry, time.Since(start).Seconds(), err, indent(string(out)))
+	if err != nil {
+		t.Fatalf("ci/release.sh: %v", err)
+	}
+	for _, want := range []string{"released minicluster " + version, "--- PASS: TestInstallFromRegistry",
+		registry + "/flux-view:" + version + "@sha256:", registry + "/app:" + version + "@sha256:",
+		"tested end to end from " + registry} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("ci/release.sh's output lacks %q", want)
+		}
+	}
 }
 
 // runCmd runs a command in the repository root, failing the test with its output on error.
