@@ -76,8 +76,7 @@ func TestInvalidCertificateFailsTheJob(t *testing.T) {
 	r := newRelease(t, ns, "flux-sample", helm4)
 	r.install("--set", "size=3,interactive=true,curve.existingSecret=my-cert")
 	checkJobFailed(t, r, "exit code 78", "curve.cert is not a valid certificate")
-	r.uninstall()
-	waitNothingLeft(t, ns, r.name, time.Minute)
+	r.uninstallToNothing()
 }
 
 // A broker option Flux refuses makes every broker fail at start: the Job fails at once, and
@@ -88,8 +87,7 @@ func TestBrokerThatCannotStartFailsTheJob(t *testing.T) {
 	r := newRelease(t, ns, "flux-sample", helm3)
 	r.install("--set", "size=3,interactive=true", "--set-json", `flux.brokerOptions=["-Sbroker.no-such-attribute=1"]`)
 	checkJobFailed(t, r, "exit code 78", "flux broker failed 3 times in a row")
-	r.uninstall()
-	waitNothingLeft(t, ns, r.name, time.Minute)
+	r.uninstallToNothing()
 }
 
 // deleteAndRejoin deletes the broker pod of index in an interactive MiniCluster of size and
@@ -192,8 +190,7 @@ func testCertificateDeletedBeforeUpgrade(t *testing.T, helm string) {
 	if status, rev := r.status(); status != "deployed" || rev != 1 {
 		t.Errorf("release is %s at revision %d after the refused upgrade, want deployed at 1", status, rev)
 	}
-	r.uninstall()
-	waitNothingLeft(t, ns, r.name, time.Minute)
+	r.uninstallToNothing()
 }
 
 // A failed install (an image that does not exist, --wait with a short timeout) and then
@@ -220,6 +217,5 @@ func testFailedInstallLeavesNothing(t *testing.T, helm string) {
 	if !strings.Contains(out, "timed out") && !strings.Contains(out, "deadline exceeded") {
 		t.Errorf("the install failed for another reason than the --wait timeout on the missing image:\n%s", out)
 	}
-	r.uninstall()
-	waitNothingLeft(t, ns, r.name, time.Minute)
+	r.uninstallToNothing()
 }

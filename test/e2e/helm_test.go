@@ -81,6 +81,13 @@ func (r *release) uninstall() {
 	}
 }
 
+// uninstallToNothing uninstalls and waits until none of the release's objects is left.
+func (r *release) uninstallToNothing() {
+	r.t.Helper()
+	r.uninstall()
+	waitNothingLeft(r.t, r.ns, r.name, time.Minute)
+}
+
 // status returns the release's status and revision from helm status.
 func (r *release) status() (string, int) {
 	r.t.Helper()

@@ -129,8 +129,7 @@ func TestInstallUninstallReinstall(t *testing.T) {
 
 		r.install("--set", "size=6,interactive=true")
 		up(t, r, 6, 16)
-		r.uninstall()
-		waitNothingLeft(t, ns, r.name, time.Minute)
+		r.uninstallToNothing()
 	})
 }
 
@@ -144,8 +143,7 @@ func TestEphemeralHelloWorld(t *testing.T) {
 	checkKeys(t, r)
 	waitJobComplete(t, r, 3*time.Minute)
 	checkLeadPrintedHostnames(t, r, 4)
-	r.uninstall()
-	waitNothingLeft(t, ns, r.name, time.Minute)
+	r.uninstallToNothing()
 }
 
 // Flux in the application image (flux.view.enabled=false): `flux run -N 3 hostname` on every
@@ -157,8 +155,7 @@ func TestFluxInImage(t *testing.T) {
 	r.install("--set", "size=3,flux.view.enabled=false,image="+fluxImage, "--set-string", "command=flux run -N 3 hostname")
 	waitJobComplete(t, r, 3*time.Minute)
 	checkLeadPrintedHostnames(t, r, 3)
-	r.uninstall()
-	waitNothingLeft(t, ns, r.name, time.Minute)
+	r.uninstallToNothing()
 }
 
 func waitJobComplete(t testing.TB, r *release, within time.Duration) {
@@ -220,8 +217,7 @@ func TestPostRendererHelm3(t *testing.T) {
 	r.install("--set", "size=6,interactive=true")
 	checkInteractive(t, r, 6, 16)
 	checkPostRendered(t, r)
-	r.uninstall()
-	waitNothingLeft(t, ns, r.name, time.Minute)
+	r.uninstallToNothing()
 }
 
 // Helm 4 takes a post-renderer plugin, installed here into an isolated Helm home.
@@ -319,6 +315,5 @@ func TestPostRendererRenameHelm4(t *testing.T) {
 		t.Errorf("broker ConfigMap not recomputed for the renamed Job:\nhosts=%s\n%s", cm.Data["hosts"], cm.Data["broker.toml"])
 	}
 	helmTest(t, r)
-	r.uninstall()
-	waitNothingLeft(t, ns, r.name, time.Minute)
+	r.uninstallToNothing()
 }

@@ -63,16 +63,10 @@ func newKubeCmd(e env) *cobra.Command {
 				o.Hostname = host
 			}
 			o.Version, o.Now = version, e.now
-			if err := o.Validate(); err != nil {
-				return usageError{err}
-			}
-			ctx, cancel, client, err := api.connect(cmd, e)
-			if err != nil {
+			return api.run(cmd, e, o.Validate, func(ctx context.Context, client kubernetes.Interface) error {
+				_, err := kube.Run(ctx, client, o, e.stdout)
 				return err
-			}
-			defer cancel()
-			_, err = kube.Run(ctx, client, o, e.stdout)
-			return err
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -141,15 +135,9 @@ func newFetchCmd(e env) *cobra.Command {
 			if o.Host == "" && o.CurveName == "" && o.MungeName == "" {
 				return nil // the lead with the user's own certificate: nothing to wait for
 			}
-			if err := o.Validate(); err != nil {
-				return usageError{err}
-			}
-			ctx, cancel, client, err := api.connect(cmd, e)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			return kube.Fetch(ctx, client, o, e.stdout)
+			return api.run(cmd, e, o.Validate, func(ctx context.Context, client kubernetes.Interface) error {
+				return kube.Fetch(ctx, client, o, e.stdout)
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -208,12 +196,17 @@ func (a *apiFlags) defaults(e env, namespace *string) {
 	}
 }
 
-// connect returns a client and a context that ends after --timeout.
-func (a *apiFlags) connect(cmd *cobra.Command, e env) (context.Context, context.CancelFunc, kubernetes.Interface, error) {
+// run validates the options (a failure is a usage error), then calls do with a client and a
+// context that ends after --timeout.
+func (a *apiFlags) run(cmd *cobra.Command, e env, validate func() error, do func(context.Context, kubernetes.Interface) error) error {
+	if err := validate(); err != nil {
+		return usageError{err}
+	}
 	client, err := e.newClient(a.kubeconfig)
 	if err != nil {
-		return nil, nil, nil, err
+		return err
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), a.timeout)
-	return ctx, cancel, client, nil
+	defer cancel()
+	return do(ctx, client)
 }
