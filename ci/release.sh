@@ -15,7 +15,8 @@
 #    `helm package`s it into bin/release/ and `helm push`es it to oci://REGISTRY/charts, the
 #    provenance file with it when signed;
 # 5. packages the Helm 4 post-renderer plugin (plugin.yaml stamped the same way, this host's
-#    platform) into bin/release/ (not pushed);
+#    platform) into bin/release/ (not pushed), and builds flux-keygen (for `kube wait`) for
+#    linux and darwin, amd64 and arm64, there too;
 # 6. reads the chart back (helm pull --verify when signed);
 # 7. runs the end-to-end test of a registry install (test/e2e TestInstallFromRegistry) against
 #    exactly what was pushed: the chart from oci://REGISTRY/charts and every image from REGISTRY,
@@ -176,6 +177,12 @@ for f in "$tmp/plugin-out"/*; do
 	esac
 done
 
+# ---- flux-keygen for users (kube wait), static -----------------------------------------------
+for platform in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64; do
+	CGO_ENABLED=0 GOOS=${platform%/*} GOARCH=${platform#*/} go build -trimpath -ldflags "-s -w -X main.version=$VERSION" \
+		-o "$RELEASE_DIR/flux-keygen-$VERSION-${platform%/*}-${platform#*/}" ./keygen/cmd/flux-keygen
+done
+
 # ---- read back -------------------------------------------------------------------------------
 pulled=$tmp/pulled
 mkdir -p "$pulled"
@@ -212,7 +219,7 @@ if [[ -f $tgz.prov ]]; then prov_size=$(size "$tgz.prov"); fi
 printf '%s\t%d bytes (chart %d, provenance %d)\n' "oci://$REGISTRY/charts/minicluster:$VERSION@$chart_digest" \
 	"$((chart_size + prov_size))" "$chart_size" "$prov_size"
 echo "files in $RELEASE_DIR:"
-for f in "$tgz" "$tgz.prov" "$plugin_tgz" "$plugin_tgz.prov"; do
+for f in "$tgz" "$tgz.prov" "$plugin_tgz" "$plugin_tgz.prov" "$RELEASE_DIR"/flux-keygen-"$VERSION"-*; do
 	if [[ -f $f ]]; then printf '  %s\t%d bytes\n' "${f#"$RELEASE_DIR"/}" "$(size "$f")"; fi
 done
 if [[ -n $SIGN_KEY ]]; then

@@ -4,7 +4,10 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -218,4 +221,62 @@ func testFailedInstallLeavesNothing(t *testing.T, helm string) {
 		t.Errorf("the install failed for another reason than the --wait timeout on the missing image:\n%s", out)
 	}
 	r.uninstallToNothing()
+}
+
+// An image that cannot be pulled is reported by `flux-keygen kube wait` at once, naming the
+// pod, the container, the image and the fix; uninstall then leaves nothing. A missing tag of
+// the application image (Helm 4) and a registry nobody answers at, for the chart's own image
+// through imageRegistry (Helm 3).
+func TestPullFailureReported(t *testing.T) {
+	t.Parallel()
+	missing := imagePrefix + "app:no-such-tag"
+	for _, tc := range []struct {
+		name, helm, set string
+		image           string   // the image the report must name
+		want            []string // and these
+	}{
+		{"missing-tag", helm4, "image=" + missing + ",imagePullPolicy=Always", missing, []string{"container flux", "set image to"}},
+		{"wrong-registry", helm3, "imageRegistry=127.0.0.1:1,keygen.image.pullPolicy=Always", "127.0.0.1:1/flux-keygen:" + version,
+			[]string{"the cluster cannot reach that registry", "set imageRegistry"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ns := newNamespace(t, "fault-pull")
+			r := newRelease(t, ns, "flux-sample", tc.helm)
+			r.install("--set", "size=2,interactive=true,"+tc.set)
+			if tc.name == "missing-tag" && os.Getenv("CLUSTER_REGISTRY") != "" {
+				tc.want = append(tc.want, "that registry has no such image or tag")
+			}
+			out, code, took := runWaitCLI(t, ns, r.name, "3m")
+			if code != 1 || !strings.Contains(out, "cannot pull image \""+tc.image+"\"") {
+				t.Errorf("flux-keygen kube wait: exit %d after %s, want 1 and a report on image %s:\n%s", code, took, tc.image, out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("the report lacks %q:\n%s", w, out)
+				}
+			}
+			t.Logf("reported after %s: %s", took, strings.TrimSpace(out))
+			r.uninstallToNothing()
+		})
+	}
+}
+
+// runWaitCLI runs `flux-keygen kube wait` for a release, as a user would after helm install.
+func runWaitCLI(t *testing.T, ns, release, timeout string, env ...string) (out string, code int, took time.Duration) {
+	t.Helper()
+	cmd := exec.Command(bin("flux-keygen"), "kube", "wait", "--release", release, "--namespace", ns, "--timeout", timeout)
+	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+kubeconfig), env...)
+	start := time.Now()
+	raw, err := cmd.CombinedOutput()
+	took = time.Since(start).Round(100 * time.Millisecond)
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	default:
+		t.Fatalf("flux-keygen kube wait: %v", err)
+	}
+	return string(raw), code, took
 }

@@ -36,16 +36,17 @@ func checkNotes(t *testing.T, r *release, size int) {
 			cur = nil
 		}
 	}
-	if len(scripts) < 6 {
-		t.Fatalf("NOTES.txt has %d command paragraphs, want at least 6:\n%s", len(scripts), notes)
+	if len(scripts) < 7 {
+		t.Fatalf("NOTES.txt has %d command paragraphs, want at least 7:\n%s", len(scripts), notes)
 	}
-	// helm and kubectl as a user has them: the release's helm first on PATH, the cluster's kubectl.
+	// helm, kubectl and flux-keygen as a user has them: the release's helm first on PATH, the
+	// cluster's kubectl, the built flux-keygen.
 	dir := t.TempDir()
 	if err := os.Symlink(r.helm, filepath.Join(dir, "helm")); err != nil {
 		t.Fatal(err)
 	}
 	env := append(os.Environ(), "KUBECONFIG="+kubeconfig, "CHART="+chartDir,
-		"PATH="+dir+":"+filepath.Join(repoRoot, ".cluster", "bin")+":"+os.Getenv("PATH"))
+		"PATH="+dir+":"+filepath.Join(repoRoot, ".cluster", "bin")+":"+filepath.Join(repoRoot, "bin")+":"+os.Getenv("PATH"))
 	env = append(env, r.env...)
 	for _, script := range scripts {
 		follows := strings.Contains(script, " -w") || strings.Contains(script, " -f ")

@@ -71,6 +71,10 @@ func TestInstallFromRegistry(t *testing.T) {
 		if out, err := r.run(append(append([]string{"install", r.name}, fromRegistry...), "--set", sets)...); err != nil {
 			t.Fatalf("helm install %s from %s as the namespace admin: %v\n%s", r.name, chartRef, err, out)
 		}
+		// What a user runs after install, with the user's rights: it returns when the brokers are up.
+		if out, code, took := runWaitCLI(t, ns, r.name, "5m", "KUBECONFIG="+userConfig); code != 0 || !strings.Contains(out, "3 of 3 broker pods ready") {
+			t.Errorf("flux-keygen kube wait as the namespace admin: exit %d after %s:\n%s", code, took, out)
+		}
 		pods := waitFluxUp(t, ns, r.name, 3, 16, wiringTimeout)
 		checkFluxRun(t, ns, r.name, pods)
 		checkPulledFrom(t, ns, r.name, images)

@@ -77,8 +77,22 @@ func newKubeCmd(e env) *cobra.Command {
 	f.BoolVar(&o.SkipCurve, "skip-curve", false, "do not create the certificate (the chart's curve.existingSecret)")
 	f.BoolVar(&o.Munge, "munge", false, "also create the munge key Secret")
 	f.StringVar(&o.MungeName, "munge-name", "", "name of the munge key Secret (default <release>-munge)")
-	cmd.AddCommand(newFetchCmd(e))
+	cmd.AddCommand(newFetchCmd(e), newWaitCmd(e))
 	return cmd
+}
+
+// contextNamespace is the namespace of the kubeconfig's current context ("default" when it
+// names none), as kubectl and helm pick it.
+func contextNamespace(kubeconfig string) string {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if kubeconfig != "" {
+		rules = &clientcmd.ClientConfigLoadingRules{Precedence: filepath.SplitList(kubeconfig)}
+	}
+	ns, _, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).Namespace()
+	if err != nil || ns == "" {
+		return "default"
+	}
+	return ns
 }
 
 // newClient connects with a kubeconfig when given one, else as the pod's service account.
@@ -172,6 +186,42 @@ func parentOf(e env, hostsFile, topology string) (service, host string, err erro
 	}
 	defer etcHosts.Close()
 	return kube.ParentHost(kube.Pod{Hostname: hostname, Index: index, Hosts: strings.TrimSpace(string(hosts)), Topology: topology}, etcHosts)
+}
+
+const waitLong = `wait is what a user runs after helm install or upgrade: it watches the release's pods until
+the MiniCluster is up (every broker pod of its Job ready, or the Job completed) and exits 0.
+It exits 1 at once, naming the pod, the container, the image and the fix, when a container
+cannot pull its image (a wrong registry, a missing tag, a pull secret that does not work), and
+when the Job fails; on --timeout it says what is still pending. Helm cannot say this itself:
+Helm 3 does not wait for Jobs without --wait-for-jobs, and Helm 4 counts a started Job as ready.
+
+It lists pods and Jobs in the namespace, and changes nothing.`
+
+func newWaitCmd(e env) *cobra.Command {
+	var o kube.WaitOptions
+	var api apiFlags
+	cmd := &cobra.Command{
+		Use:   "wait --release NAME [--namespace NS] [--timeout 5m]",
+		Short: "Wait until a release's MiniCluster is up; report an image that cannot be pulled",
+		Long:  waitLong,
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			api.defaults(e, &o.Namespace)
+			if api.kubeconfig == "" && e.getenv("KUBERNETES_SERVICE_HOST") == "" {
+				api.kubeconfig = clientcmd.RecommendedHomeFile // ~/.kube/config, as kubectl
+			}
+			if o.Namespace == "" {
+				o.Namespace = contextNamespace(api.kubeconfig)
+			}
+			return api.run(cmd, e, o.Validate, func(ctx context.Context, client kubernetes.Interface) error {
+				return kube.Wait(ctx, client, o, e.stdout)
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Release, "release", "", "Helm release name (required)")
+	api.add(f, &o.Namespace, 5*time.Minute)
+	return cmd
 }
 
 // apiFlags are the flags and defaults of the commands that talk to the API server.

@@ -1,0 +1,194 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// WaitOptions name the release whose MiniCluster Wait waits for.
+type WaitOptions struct {
+	Namespace, Release string
+	Poll               time.Duration // how often to look (default 1s)
+}
+
+func (o *WaitOptions) Validate() error {
+	if o.Release == "" {
+		return errors.New("--release is required: the Helm release to wait for")
+	}
+	if o.Namespace == "" {
+		return errors.New("--namespace is empty: give the release's namespace")
+	}
+	return nil
+}
+
+// PullError says that a container of the release cannot get its image, and what to do.
+type PullError struct {
+	Pod, Container, Image, Reason, Message string
+}
+
+func (e PullError) Error() string {
+	return fmt.Sprintf("pod %s container %s cannot pull image %q (%s: %s): %s", e.Pod, e.Container, e.Image, e.Reason, e.Message, e.fix())
+}
+
+// pullReasons are the kubelet's waiting reasons for an image it cannot get.
+var pullReasons = []string{"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"}
+
+// value names the chart value that sets a container's image.
+func (e PullError) value() string {
+	switch e.Container {
+	case "keygen", "keys":
+		return "imageRegistry (or keygen.image.repository and keygen.image.tag)"
+	case "flux-view":
+		return "flux.view.image"
+	case "flux":
+		return "image"
+	}
+	return "the image values"
+}
+
+// fix tells, from the kubelet's message, whether the image is missing, the registry refuses the
+// credentials, or the registry cannot be reached.
+func (e PullError) fix() string {
+	m := strings.ToLower(e.Message)
+	has := func(words ...string) bool {
+		return slices.ContainsFunc(words, func(w string) bool { return strings.Contains(m, w) })
+	}
+	switch {
+	case e.Reason == "InvalidImageName":
+		return "the reference is not a valid image name; set " + e.value() + " to registry/path:tag"
+	case e.Reason == "ErrImageNeverPull":
+		return "imagePullPolicy is Never and the node does not have it; load it onto the nodes or set the pull policy to IfNotPresent"
+	case has("unauthorized", "denied", "forbidden", "401", "403", "authentication required"):
+		return "the registry refuses the credentials; give imagePullSecrets a Secret that can read it (kubectl create secret docker-registry NAME --docker-server=... --docker-username=... --docker-password=...)"
+	case has("not found", "manifest unknown", "name unknown", "404"):
+		return "that registry has no such image or tag; push it there (make push REGISTRY=...) or set " + e.value() + " to an image that exists"
+	case has("no such host", "connection refused", "i/o timeout", "dial tcp", "no route to host", "server gave http response to https client", "x509"):
+		return "the cluster cannot reach that registry; set " + e.value() + " to a registry the nodes can pull from (and configure plain HTTP or its CA on the nodes if it needs that)"
+	}
+	return "make sure it exists in a registry the nodes can reach, set " + e.value() + " to it, and give imagePullSecrets if the registry needs credentials"
+}
+
+// Wait polls the release's pods until its MiniCluster is up (every broker pod of the Job is
+// Ready, or the Job completed) and returns nil; it returns a PullError as soon as a container
+// of the release cannot pull its image, an error naming the reason when the Job fails, and on
+// timeout (ctx) an error that says what is still pending.
+func Wait(ctx context.Context, client kubernetes.Interface, opts WaitOptions, log io.Writer) error {
+	poll := opts.Poll
+	if poll <= 0 {
+		poll = time.Second
+	}
+	release := "app.kubernetes.io/instance=" + opts.Release
+	pending := "nothing listed yet"
+	for {
+		done, state, err := look(ctx, client, opts.Namespace, release)
+		if err != nil || done {
+			if done {
+				fmt.Fprintf(log, "wait: release %s/%s: %s\n", opts.Namespace, opts.Release, state)
+			}
+			return err
+		}
+		pending = state
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("release %s/%s is not up: %s (%w)", opts.Namespace, opts.Release, pending, ctx.Err())
+		case <-time.After(poll):
+		}
+	}
+}
+
+// look reads the release's broker Job and pods once: done when up, else what is pending.
+func look(ctx context.Context, client kubernetes.Interface, ns, release string) (done bool, state string, err error) {
+	pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: release})
+	if err != nil {
+		return false, "", fmt.Errorf("listing the pods of %s in %s: %w", release, ns, err)
+	}
+	for _, p := range pods.Items {
+		if err := pullFailure(p); err != nil {
+			return false, "", err
+		}
+	}
+	jobs, err := client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: release + ",app.kubernetes.io/component=broker"})
+	if err != nil {
+		return false, "", fmt.Errorf("listing the broker Job of %s in %s: %w", release, ns, err)
+	}
+	if len(jobs.Items) != 1 {
+		return false, fmt.Sprintf("%d broker Jobs with label %s", len(jobs.Items), release), nil
+	}
+	job := jobs.Items[0]
+	for _, c := range job.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			return true, "Job " + job.Name + " completed", nil
+		case batchv1.JobFailed:
+			return false, "", fmt.Errorf("Job %s/%s failed (%s): %s; kubectl logs -n %s job/%s shows the brokers' messages", ns, job.Name, c.Reason, c.Message, ns, job.Name)
+		}
+	}
+	want := 1
+	if job.Spec.Parallelism != nil {
+		want = int(*job.Spec.Parallelism)
+	}
+	ready, waiting := 0, []string{}
+	for _, p := range pods.Items {
+		if p.Labels["batch.kubernetes.io/job-name"] != job.Name || p.DeletionTimestamp != nil {
+			continue
+		}
+		if isReady(p) {
+			ready++
+		} else {
+			waiting = append(waiting, p.Name+" "+podState(p))
+		}
+	}
+	state = fmt.Sprintf("%d of %d broker pods ready", ready, want)
+	if ready >= want {
+		return true, state, nil
+	}
+	if len(waiting) > 0 {
+		slices.Sort(waiting)
+		state += "; " + strings.Join(waiting, ", ")
+	}
+	return false, state, nil
+}
+
+func pullFailure(p corev1.Pod) error {
+	statuses := append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...)
+	for _, s := range statuses {
+		if w := s.State.Waiting; w != nil && slices.Contains(pullReasons, w.Reason) {
+			return PullError{Pod: p.Name, Container: s.Name, Image: s.Image, Reason: w.Reason, Message: w.Message}
+		}
+	}
+	return nil
+}
+
+func isReady(p corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// podState is a short account of why a pod is not ready: its phase and the first waiting
+// container's reason.
+func podState(p corev1.Pod) string {
+	statuses := append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...)
+	for _, s := range statuses {
+		if w := s.State.Waiting; w != nil && w.Reason != "" && w.Reason != "PodInitializing" {
+			return fmt.Sprintf("(%s: container %s %s)", p.Status.Phase, s.Name, w.Reason)
+		}
+	}
+	return "(" + string(p.Status.Phase) + ")"
+}

@@ -1,0 +1,107 @@
+package kube
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// The pull reports against client-go's fake clientset; test/e2e makes the kubelet produce the
+// same statuses for real (TestPullFailureReported).
+
+func brokerJob(parallelism int32, conds ...batchv1.JobCondition) *batchv1.Job {
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "mc", Namespace: "ns", Labels: map[string]string{
+			"app.kubernetes.io/instance": "mc", "app.kubernetes.io/component": "broker"}},
+		Spec:   batchv1.JobSpec{Parallelism: &parallelism},
+		Status: batchv1.JobStatus{Conditions: conds},
+	}
+}
+
+// brokerPod is pod i of the Job; waiting gives the "keys" init container that waiting state.
+func brokerPod(i int, ready bool, waiting *corev1.ContainerStateWaiting) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("mc-%d", i), Namespace: "ns", Labels: map[string]string{
+			"app.kubernetes.io/instance": "mc", "batch.kubernetes.io/job-name": "mc"}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending},
+	}
+	if ready {
+		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	}
+	if waiting != nil {
+		p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "keys", Image: "reg.example/minicluster/flux-keygen:0.1.0",
+			State: corev1.ContainerState{Waiting: waiting}}}
+	}
+	return p
+}
+
+func runWait(t *testing.T, within time.Duration, objs ...runtime.Object) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	var log bytes.Buffer
+	err := Wait(ctx, fake.NewClientset(objs...), WaitOptions{Namespace: "ns", Release: "mc", Poll: 10 * time.Millisecond}, &log)
+	return log.String(), err
+}
+
+func TestWaitReportsPullFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name, reason, message string
+		want                  []string
+	}{
+		{"missing tag", "ErrImagePull", `failed to pull and unpack image "reg.example/minicluster/flux-keygen:0.1.0": reg.example/minicluster/flux-keygen:0.1.0: not found`,
+			[]string{`pod mc-1 container keys cannot pull image "reg.example/minicluster/flux-keygen:0.1.0"`, "no such image or tag", "make push REGISTRY=", "set imageRegistry"}},
+		{"wrong registry", "ImagePullBackOff", `Back-off pulling image "x": dial tcp 10.0.0.9:5000: connect: connection refused`,
+			[]string{"cannot reach that registry", "set imageRegistry"}},
+		{"pull secret refused", "ErrImagePull", `failed to authorize: 401 Unauthorized`,
+			[]string{"refuses the credentials", "imagePullSecrets"}},
+		{"invalid name", "InvalidImageName", `couldn't parse image name "Reg/X"`,
+			[]string{"not a valid image name"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := runWait(t, 5*time.Second, brokerJob(2), brokerPod(0, true, nil),
+				brokerPod(1, false, &corev1.ContainerStateWaiting{Reason: tc.reason, Message: tc.message}))
+			var pe PullError
+			if !errors.As(err, &pe) {
+				t.Fatalf("want a PullError at once, got %v", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestWaitUpCompleteFailedAndTimeout(t *testing.T) {
+	log, err := runWait(t, 5*time.Second, brokerJob(2), brokerPod(0, true, nil), brokerPod(1, true, nil))
+	if err != nil || !strings.Contains(log, "2 of 2 broker pods ready") {
+		t.Errorf("all ready: %v, log %q", err, log)
+	}
+	log, err = runWait(t, 5*time.Second, brokerJob(2, batchv1.JobCondition{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}))
+	if err != nil || !strings.Contains(log, "Job mc completed") {
+		t.Errorf("completed: %v, log %q", err, log)
+	}
+	_, err = runWait(t, 5*time.Second, brokerJob(2, batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionTrue,
+		Reason: "PodFailurePolicy", Message: "Container flux for pod ns/mc-1 failed with exit code 78"}))
+	if err == nil || !strings.Contains(err.Error(), "exit code 78") || !strings.Contains(err.Error(), "kubectl logs -n ns job/mc") {
+		t.Errorf("failed Job: %v", err)
+	}
+	_, err = runWait(t, 100*time.Millisecond, brokerJob(2), brokerPod(0, true, nil),
+		brokerPod(1, false, &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}))
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "1 of 2 broker pods ready; mc-1 (Pending: container keys ContainerCreating)") {
+		t.Errorf("timeout: %v", err)
+	}
+}
