@@ -49,7 +49,7 @@ func Existing(ctx context.Context, registry string, insecure bool, refs []string
 			found = append(found, Found{Ref: tag.String(), Digest: desc.Digest.String(), Size: desc.Size})
 		case errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound:
 		default:
-			return found, fmt.Errorf("HEAD %s: %w", tag, err)
+			return found, fmt.Errorf("checking %s (HTTP HEAD): %w", tag, err)
 		}
 	}
 	return found, nil

@@ -133,7 +133,7 @@ func look(ctx context.Context, client kubernetes.Interface, ns, release string) 
 		case batchv1.JobComplete:
 			return true, "Job " + job.Name + " completed", nil
 		case batchv1.JobFailed:
-			return false, "", fmt.Errorf("Job %s/%s failed (%s): %s; kubectl logs -n %s job/%s shows the brokers' messages", ns, job.Name, c.Reason, c.Message, ns, job.Name)
+			return false, "", fmt.Errorf("the broker Job %s/%s failed (%s): %s; kubectl logs -n %s job/%s shows the brokers' messages", ns, job.Name, c.Reason, c.Message, ns, job.Name)
 		}
 	}
 	want := 1
