@@ -81,7 +81,9 @@ fuzz:
 e2e: build tools images ## end-to-end tests against the cluster in KUBECONFIG (default: the local one)
 	@# On the local cluster the pods pull every image from its registry (ci/cluster/lib.sh), as on
 	@# a real cluster; elsewhere export CLUSTER_REGISTRY (pushed here) or load the images (kind-up).
-	if [ -S "$(CLUSTER_DIR)/run/containerd.sock" ] && [ -z "$$CLUSTER_REGISTRY" ]; then export CLUSTER_REGISTRY=$$(source ci/cluster/lib.sh && echo "$$CLUSTER_REGISTRY"); fi; \
+	@# CLUSTER_AUTH_REGISTRY and CLUSTER_AUTH_DIR: the local cluster's login registry.
+	if [ -S "$(CLUSTER_DIR)/run/containerd.sock" ] && [ -z "$$CLUSTER_REGISTRY" ]; then export CLUSTER_REGISTRY=$$(source ci/cluster/lib.sh && echo "$$CLUSTER_REGISTRY"); \
+		export CLUSTER_AUTH_REGISTRY=$$(source ci/cluster/lib.sh && echo "$$CLUSTER_AUTH_REGISTRY") CLUSTER_AUTH_DIR=$$(source ci/cluster/lib.sh && echo "$$CLUSTER_AUTH_DIR"); fi; \
 	if [ -n "$$CLUSTER_REGISTRY" ]; then go run ./ci/push --registry "$$CLUSTER_REGISTRY/minicluster" --version $(VERSION) --insecure $(BIN)/images || exit 1; fi; \
 	KUBECONFIG=$${KUBECONFIG:-$(CLUSTER_DIR)/kubeconfig} go test -tags e2e -count=1 -timeout 40m -v ./test/e2e/... ./keygen/kube/...
 

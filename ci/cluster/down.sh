@@ -71,6 +71,7 @@ step "control plane"
 for name in coredns kube-scheduler kube-controller-manager kube-apiserver etcd containerd; do stop "$name"; done
 # The registry lives in the namespace too: it goes before the namespace does.
 CLUSTER_DIR=$CLUSTER_DIR bash "$(dirname "${BASH_SOURCE[0]}")/../registry/down.sh" | grep -v 'not running'
+REGISTRY_DIR=$CLUSTER_AUTH_DIR bash "$(dirname "${BASH_SOURCE[0]}")/../registry/down.sh" | grep -v 'not running'
 # containerd's shims outlive it; ours are the ones that talk to its socket.
 for p in /proc/[0-9]*; do
 	cmd=$(tr '\0' ' ' 2>/dev/null <"$p/cmdline") || continue

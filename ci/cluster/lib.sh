@@ -32,6 +32,10 @@ CGROUP_NAME=minicluster$SUFFIX
 # The cluster's plain-HTTP image registry (ci/registry/up.sh), on the node IP: the host pushes
 # to it (make push REGISTRY=$CLUSTER_REGISTRY/minicluster), the cluster's containerd pulls from it.
 CLUSTER_REGISTRY=$NODE_IP:${CLUSTER_REGISTRY_PORT:-5000}
+# A second one that wants a login (user minicluster, the password in $CLUSTER_AUTH_DIR/password):
+# the end-to-end tests check what a pull secret that does not work does.
+CLUSTER_AUTH_REGISTRY=$NODE_IP:$((${CLUSTER_REGISTRY_PORT:-5000} + 1))
+CLUSTER_AUTH_DIR=$CLUSTER_DIR/registry-auth
 
 CONTAINERD_SOCK=$CLUSTER_DIR/run/containerd.sock
 KUBECONFIG_FILE=$CLUSTER_DIR/kubeconfig

@@ -33,11 +33,21 @@ all_alive() { local c; for c in "${COMPONENTS[@]}"; do alive "$c" || return 1; d
 # lock) closed: the registry outlives this script and must not hold the lock.
 registry_up() {
 	in_ns env REGISTRY_ADDR="$CLUSTER_REGISTRY" CLUSTER_DIR="$CLUSTER_DIR" \
+		bash "$REPO/ci/registry/up.sh" 9>&- || return 1
+	# The login registry: a random password, its bcrypt hash in htpasswd (python's crypt: glibc's
+	# libxcrypt makes bcrypt; docker-registry accepts only bcrypt).
+	mkdir -p "$CLUSTER_AUTH_DIR"
+	if [[ ! -s $CLUSTER_AUTH_DIR/htpasswd ]]; then
+		(umask 077 && od -An -N12 -tx1 /dev/urandom | tr -d ' \n' >"$CLUSTER_AUTH_DIR/password")
+		python3 -W ignore -c 'import crypt, sys; print("minicluster:" + crypt.crypt(sys.argv[1], crypt.mksalt(crypt.METHOD_BLOWFISH)))' \
+			"$(<"$CLUSTER_AUTH_DIR/password")" >"$CLUSTER_AUTH_DIR/htpasswd"
+	fi
+	in_ns env REGISTRY_ADDR="$CLUSTER_AUTH_REGISTRY" REGISTRY_DIR="$CLUSTER_AUTH_DIR" REGISTRY_HTPASSWD="$CLUSTER_AUTH_DIR/htpasswd" \
 		bash "$REPO/ci/registry/up.sh" 9>&-
 }
 if all_alive && [[ -f $KUBECONFIG_FILE ]] && kubectl_admin get --raw /readyz >/dev/null 2>&1; then
 	say "cluster already up (nothing to do)"
-	registry_up || say "cluster: WARNING: the registry on $CLUSTER_REGISTRY did not start" >&2
+	registry_up || say "cluster: WARNING: the registries on $CLUSTER_REGISTRY and $CLUSTER_AUTH_REGISTRY did not start" >&2
 	say "export KUBECONFIG=$KUBECONFIG_FILE"
 	exit 0
 fi
@@ -56,7 +66,7 @@ rm -rf "$LOG_DIR"
 mkdir -p "$LOG_DIR" "$PID_DIR"
 if [[ -f $REPO/ci/images/main.go ]]; then
 	say "images: go run ./ci/images --out bin/images"
-	if ! (cd "$REPO" && go run ./ci/images --out "$REPO/bin/images" --version "${VERSION:-0.1.0}") >"$LOG_DIR/images.log" 2>&1; then
+	if ! (cd "$REPO" && go run ./ci/images --out "$REPO/bin/images" --version "${VERSION:-$(<"$REPO/VERSION")}") >"$LOG_DIR/images.log" 2>&1; then
 		tail -20 "$LOG_DIR/images.log" >&2
 		# The cluster itself only needs the pause image; the tests rebuild and reload theirs.
 		[[ -f $REPO/bin/images/pause.tar ]] || die "building the images failed (log: $LOG_DIR/images.log)"
@@ -260,15 +270,17 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   [plugins."io.containerd.grpc.v1.cri".registry]
     config_path = "$CD/certs.d"
 EOF
-mkdir -p "$CD/certs.d/$CLUSTER_REGISTRY"
-cat >"$CD/certs.d/$CLUSTER_REGISTRY/hosts.toml" <<EOF
-# The cluster's own registry (ci/registry/up.sh on the node IP): plain HTTP, pull only.
-server = "http://$CLUSTER_REGISTRY"
+for reg in "$CLUSTER_REGISTRY" "$CLUSTER_AUTH_REGISTRY"; do
+	mkdir -p "$CD/certs.d/$reg"
+	cat >"$CD/certs.d/$reg/hosts.toml" <<EOF
+# A registry of the cluster's own (ci/registry/up.sh on the node IP): plain HTTP, pull only.
+server = "http://$reg"
 
-[host."http://$CLUSTER_REGISTRY"]
+[host."http://$reg"]
   capabilities = ["pull", "resolve"]
   skip_verify = true
 EOF
+done
 cat >"$CLUSTER_DIR/cni/net.d/10-minicluster.conflist" <<EOF
 {
   "cniVersion": "0.4.0",
@@ -295,7 +307,7 @@ start containerd containerd --config "$CONF/containerd.toml"
 
 # ---- registry ------------------------------------------------------------------------------
 current=registry
-registry_up >"$LOG_DIR/registry.log" 2>&1 || die "the registry did not start on $CLUSTER_REGISTRY"
+registry_up >"$LOG_DIR/registry.log" 2>&1 || die "the registries did not start on $CLUSTER_REGISTRY and $CLUSTER_AUTH_REGISTRY (log: $LOG_DIR/registry.log)"
 
 # ---- etcd ----------------------------------------------------------------------------------
 start etcd etcd --name minicluster --data-dir "$CLUSTER_DIR/etcd" \
@@ -452,4 +464,5 @@ printf -v tl '%s, ' "${timeline[@]}"
 say "cluster: timeline: ${tl%, }"
 say "cluster up in $(elapsed)s: node $NODE_NAME ($NODE_IP) Ready, pods $POD_CIDR, services $SERVICE_CIDR, DNS $CLUSTER_DOMAIN at $NODE_IP; logs in $LOG_DIR"
 say "registry: http://$CLUSTER_REGISTRY (push: make push REGISTRY=$CLUSTER_REGISTRY/minicluster PUSH_FLAGS=--insecure; pods pull $CLUSTER_REGISTRY/minicluster/<name>:<tag>)"
+say "login registry: http://$CLUSTER_AUTH_REGISTRY (user minicluster, password in $CLUSTER_AUTH_DIR/password; for the pull-secret tests)"
 say "export KUBECONFIG=$KUBECONFIG_FILE"

@@ -5,6 +5,8 @@
 # $REGISTRY_DIR (default ${CLUSTER_DIR:-<repo>/.cluster}/registry). The package's own init/systemd
 # service is never used: it would listen on :5000 with /etc/docker/registry/config.yml.
 # Idempotent: when our registry already runs on that address it says so and exits 0.
+# REGISTRY_HTPASSWD=FILE (an htpasswd file of bcrypt entries) makes it want a login (basic auth
+# over plain HTTP: for tests only).
 # ci/cluster/up.sh runs it inside the cluster's network namespace on the node IP, so that the
 # cluster's containerd pulls from it; `bash ci/registry/down.sh` stops it.
 set -euo pipefail
@@ -13,6 +15,7 @@ CLUSTER_DIR=${CLUSTER_DIR:-$REPO/.cluster}
 REGISTRY_DIR=${REGISTRY_DIR:-$CLUSTER_DIR/registry}
 REGISTRY_ADDR=${REGISTRY_ADDR:-127.0.0.1:5000}
 REGISTRY_BIN=${REGISTRY_BIN:-/usr/bin/docker-registry}
+REGISTRY_HTPASSWD=${REGISTRY_HTPASSWD:-}
 PID_FILE=$REGISTRY_DIR/registry.pid
 ADDR_FILE=$REGISTRY_DIR/registry.addr
 LOG_FILE=$REGISTRY_DIR/registry.log
@@ -41,14 +44,15 @@ ours_alive() {
 	[[ $(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) != Z ]]
 }
 
-# answers: GET /v2/ on the address gives 200 (bash's /dev/tcp: no curl on a fresh machine).
+# answers: GET /v2/ on the address gives 200, or 401 when it wants a login (bash's /dev/tcp: no
+# curl on a fresh machine).
 answers() {
 	local status
 	exec 3<>"/dev/tcp/$probe_host/$port" || return 1
 	printf 'GET /v2/ HTTP/1.0\r\nHost: %s\r\n\r\n' "$REGISTRY_ADDR" >&3
 	IFS= read -r -t 2 status <&3 || status=
 	exec 3>&- 3<&-
-	[[ $status == "HTTP/1."[01]" 200"* ]]
+	[[ $status == "HTTP/1."[01]" 200"* || (-n $REGISTRY_HTPASSWD && $status == "HTTP/1."[01]" 401"*) ]]
 }
 
 port_taken() { (exec 3<>"/dev/tcp/$probe_host/$port") 2>/dev/null; }
@@ -107,6 +111,16 @@ health:
     interval: 10s
     threshold: 3
 YAML
+if [[ -n $REGISTRY_HTPASSWD ]]; then
+	[[ -s $REGISTRY_HTPASSWD ]] || die "REGISTRY_HTPASSWD=$REGISTRY_HTPASSWD: no such file, or empty"
+	sed -i 's/^# Written by ci\/registry\/up.sh: a plain-HTTP registry, no authentication,/# Written by ci\/registry\/up.sh: a plain-HTTP registry with basic authentication,/' "$CONFIG"
+	cat >>"$CONFIG" <<YAML
+auth:
+  htpasswd:
+    realm: minicluster
+    path: $REGISTRY_HTPASSWD
+YAML
+fi
 chmod 600 "$CONFIG"
 echo "$REGISTRY_ADDR" >"$ADDR_FILE"
 # setsid and no inherited descriptors beyond stdio: the registry outlives this script and must not

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
@@ -279,4 +280,70 @@ func runWaitCLI(t *testing.T, ns, release, timeout string, env ...string) (out s
 		t.Fatalf("flux-keygen kube wait: %v", err)
 	}
 	return string(raw), code, took
+}
+
+// A pull secret that does not work: the application image is only in the local cluster's login
+// registry. With a Secret holding a wrong password, `flux-keygen kube wait` reports at once
+// that the registry refuses the credentials and names imagePullSecrets; with the right
+// password the same install comes up (so it was the credentials). Both uninstall to nothing.
+func TestPullSecretRefused(t *testing.T) {
+	t.Parallel()
+	auth := os.Getenv("CLUSTER_AUTH_REGISTRY")
+	if auth == "" {
+		if os.Getenv("E2E_REQUIRED") == "1" {
+			t.Fatal("CLUSTER_AUTH_REGISTRY is empty: make e2e sets it for the local cluster (make cluster-up), whose login registry this test needs")
+		}
+		t.Skip("needs a registry that wants a login: the local cluster's (make cluster-up; make e2e exports CLUSTER_AUTH_REGISTRY)")
+	}
+	raw, err := os.ReadFile(filepath.Join(os.Getenv("CLUSTER_AUTH_DIR"), "password"))
+	if err != nil {
+		t.Fatalf("the login registry's password (CLUSTER_AUTH_DIR=%s): %v", os.Getenv("CLUSTER_AUTH_DIR"), err)
+	}
+	password := strings.TrimSpace(string(raw))
+	dockerConfig := func(pw string) []byte {
+		login := base64.StdEncoding.EncodeToString([]byte("minicluster:" + pw))
+		return []byte(`{"auths":{"` + auth + `":{"auth":"` + login + `"}}}`)
+	}
+
+	// Push the application image there, logged in (ci/push reads $DOCKER_CONFIG/config.json).
+	home, images := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, "config.json"), dockerConfig(password), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(bin("images/app.tar"), filepath.Join(images, "app.tar")); err != nil {
+		t.Fatal(err)
+	}
+	push := exec.Command("go", "run", "./ci/push", "--registry", auth+"/minicluster", "--version", version, "--insecure", images)
+	push.Dir, push.Env = repoRoot, append(os.Environ(), "DOCKER_CONFIG="+home)
+	if out, err := push.CombinedOutput(); err != nil {
+		t.Fatalf("push app.tar to the login registry %s: %v\n%s", auth, err, out)
+	}
+	image := auth + "/minicluster/app:" + version
+
+	for _, tc := range []struct {
+		name, password string
+		ok             bool
+	}{{"wrong-password", "not-" + password, false}, {"right-password", password, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ns := newNamespace(t, "fault-secret")
+			secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "regcred"}, Type: corev1.SecretTypeDockerConfigJson,
+				Data: map[string][]byte{corev1.DockerConfigJsonKey: dockerConfig(tc.password)}}
+			if _, err := kube.CoreV1().Secrets(ns).Create(context.Background(), secret, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			r := newRelease(t, ns, "flux-sample", helm4)
+			r.install("--set", "size=2,interactive=true,image="+image+",imagePullPolicy=Always,imagePullSecrets[0].name=regcred")
+			out, code, took := runWaitCLI(t, ns, r.name, "3m")
+			t.Logf("flux-keygen kube wait: exit %d after %s: %s", code, took, strings.TrimSpace(out))
+			switch {
+			case tc.ok && (code != 0 || !strings.Contains(out, "2 of 2 broker pods ready")):
+				t.Errorf("with the right password: exit %d, want 0 and every broker ready:\n%s", code, out)
+			case !tc.ok && (code != 1 || !strings.Contains(out, "cannot pull image \""+image+"\"") ||
+				!strings.Contains(out, "the registry refuses the credentials") || !strings.Contains(out, "imagePullSecrets")):
+				t.Errorf("with a wrong password: exit %d, want 1 and a report that names %s and imagePullSecrets:\n%s", code, image, out)
+			}
+			r.uninstallToNothing()
+		})
+	}
 }
