@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -188,6 +189,9 @@ func waitEndpoint(ctx context.Context, client kubernetes.Interface, ns, service,
 	return nil
 }
 
+// rbacPropagation is how long a list refused at the start is retried (a variable for tests).
+var rbacPropagation = 10 * time.Second
+
 // listWatcher lists, then watches from the list's resourceVersion, until done says yes of an
 // object; a closed watch starts over with a new list. (client-go's informers would do, but
 // need more of the API than a list and a watch, and more rights.)
@@ -197,8 +201,19 @@ type listWatcher struct {
 }
 
 func (lw listWatcher) until(ctx context.Context, opts metav1.ListOptions, done func(runtime.Object) bool) error {
+	// Helm creates the Role and RoleBinding just before the pods; the API server's RBAC cache
+	// may lag behind them, so a refusal right at the start is retried for a while.
+	grant := time.Now().Add(rbacPropagation)
 	for {
 		list, err := lw.list(opts)
+		if apierrors.IsForbidden(err) && time.Now().Before(grant) {
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(200 * time.Millisecond):
+			}
+			continue
+		}
 		if err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package kube
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,8 +12,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 )
 
@@ -150,5 +155,32 @@ func TestParentHost(t *testing.T) {
 		if err != nil || service != tc.service || host != tc.host {
 			t.Errorf("%+v: %q %q %v, want %q %q", tc.pod, service, host, err, tc.service, tc.host)
 		}
+	}
+}
+
+// TestFetchRetriesRBACLag: a list refused right at the start (the API server's RBAC cache has
+// not seen the RoleBinding yet) is retried; one still refused after rbacPropagation is an error.
+func TestFetchRetriesRBACLag(t *testing.T) {
+	cert := validCert(t)
+	filled := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "flux-sample-curve", Namespace: ns}, Data: map[string][]byte{CertKey: cert}}
+	client := fake.NewClientset(filled)
+	refusals := 2
+	client.PrependReactor("list", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if refusals == 0 {
+			return false, nil, nil
+		}
+		refusals--
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "", errors.New("RBAC: not yet"))
+	})
+	if _, err := fetch(t, client, FetchOptions{Namespace: ns, CurveName: "flux-sample-curve", Out: t.TempDir()}); err != nil || refusals != 0 {
+		t.Fatalf("after 2 refusals: %v (refusals left %d)", err, refusals)
+	}
+
+	defer func(d time.Duration) { rbacPropagation = d }(rbacPropagation)
+	rbacPropagation = 300 * time.Millisecond
+	refusals = 1000
+	_, err := fetch(t, client, FetchOptions{Namespace: ns, CurveName: "flux-sample-curve", Out: t.TempDir()})
+	if !apierrors.IsForbidden(err) {
+		t.Fatalf("refused for good: %v, want the Forbidden error", err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -70,8 +71,29 @@ func accountClient(t *testing.T, admin kubernetes.Interface, ns, name string, ru
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
 		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: ns}},
 	}, metav1.CreateOptions{}))
+	user := fmt.Sprintf("system:serviceaccount:%s:%s", ns, name)
+	// The API server's RBAC cache sees a new RoleBinding a moment later: wait until it grants
+	// each rule, so that a test's first call is not refused for that.
+	for _, r := range rules {
+		attrs := &authorizationv1.ResourceAttributes{Namespace: ns, Verb: r.Verbs[0], Group: r.APIGroups[0], Resource: r.Resources[0]}
+		if len(r.ResourceNames) > 0 {
+			attrs.Name = r.ResourceNames[0]
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			sar, err := admin.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+				Spec: authorizationv1.SubjectAccessReviewSpec{User: user, ResourceAttributes: attrs}}, metav1.CreateOptions{})
+			if err == nil && sar.Status.Allowed {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s is not granted %+v 30 s after its RoleBinding: %v", user, *attrs, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 	cfg := rest.CopyConfig(adminConfig(t))
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: fmt.Sprintf("system:serviceaccount:%s:%s", ns, name)}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
 	return kubernetes.NewForConfigOrDie(cfg)
 }
 
