@@ -142,6 +142,9 @@ if [[ -z ${MINICLUSTER_FLUX_DIR:-} ]]; then
 fi
 say "building the images into $images"
 go run ./ci/images --out "$images" --version "$VERSION" >"$tmp/images.out"
+# The pause image is the local test cluster's sandbox image (imported there, never pulled): not
+# part of a release.
+rm -f "$images/pause.tar"
 say "pushing the images to $REGISTRY"
 "$tmp/push" --registry "$REGISTRY" --version "$VERSION" "${push_flags[@]}" "$images" >"$tmp/pushed.out"
 

@@ -204,6 +204,9 @@ func TestReleaseToRealRegistry(t *testing.T) {
 			t.Errorf("ci/release.sh's output lacks %q", want)
 		}
 	}
+	if strings.Contains(out, registry+"/pause:") {
+		t.Errorf("the release pushed the local cluster's pause image")
+	}
 	if st := must(t, clone, nil, "git", "status", "--porcelain", "--untracked-files=all"); st != "" {
 		t.Errorf("the release left the clone dirty:\n%s", st)
 	}
