@@ -221,6 +221,9 @@ func newWaitCmd(e env) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&o.Release, "release", "", "Helm release name (required)")
 	api.add(f, &o.Namespace, 5*time.Minute)
+	// A user's defaults, as kubectl's, not a pod's.
+	f.Lookup("namespace").Usage = "namespace of the release (default $POD_NAMESPACE, else the kubeconfig context's)"
+	f.Lookup("kubeconfig").Usage = "kubeconfig file (default $KUBECONFIG, else ~/.kube/config, else the in-cluster service account)"
 	return cmd
 }
 

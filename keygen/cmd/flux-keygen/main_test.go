@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -287,5 +289,32 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestKubeWait: the CLI of kube wait (the logic is tested in keygen/kube): a MiniCluster with
+// every broker ready exits 0 and says so, one whose broker cannot pull its image exits 1 with
+// the report, and --release is required.
+func TestKubeWait(t *testing.T) {
+	labels := map[string]string{"app.kubernetes.io/instance": "mc", "batch.kubernetes.io/job-name": "mc"}
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "mc", Namespace: "hpc", Labels: map[string]string{
+		"app.kubernetes.io/instance": "mc", "app.kubernetes.io/component": "broker"}}, Spec: batchv1.JobSpec{Parallelism: ptr.To[int32](1)}}
+	ready := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "mc-0", Namespace: "hpc", Labels: labels},
+		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+	code, stdout, stderr := runCLI(t, testEnv(fake.NewClientset(job, ready), nil), "kube", "wait", "--release", "mc", "--namespace", "hpc", "--timeout", "5s")
+	if code != exitOK || !strings.Contains(stdout, "1 of 1 broker pods ready") {
+		t.Errorf("ready: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+
+	pulling := ready.DeepCopy()
+	pulling.Status = corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "flux", Image: "reg/app:x",
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "manifest unknown"}}}}}
+	code, _, stderr = runCLI(t, testEnv(fake.NewClientset(job, pulling), nil), "kube", "wait", "--release", "mc", "--namespace", "hpc", "--timeout", "5s")
+	if code != exitFailure || !strings.Contains(stderr, `cannot pull image "reg/app:x"`) || !strings.Contains(stderr, "set image to") {
+		t.Errorf("pull failure: exit %d, stderr %q", code, stderr)
+	}
+
+	if code, _, stderr = runCLI(t, testEnv(fake.NewClientset(), nil), "kube", "wait", "--namespace", "hpc"); code != exitUsage || !strings.Contains(stderr, "--release is required") {
+		t.Errorf("no --release: exit %d, stderr %q", code, stderr)
 	}
 }
