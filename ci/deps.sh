@@ -4,7 +4,7 @@
 # gnupg for the signed-release test (ci/release); shellcheck for `make lint`.
 # A no-op when all are there, so `make test` and `make demo` can always call it.
 set -euo pipefail
-packages=(containerd runc containernetworking-plugins etcd-server iptables conntrack iproute2
+packages=(runc containernetworking-plugins etcd-server iptables conntrack iproute2
 	busybox-static python3-zmq openssl docker-registry debootstrap patchelf gnupg shellcheck)
 missing=()
 for p in "${packages[@]}"; do

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # build.sh builds the local cluster's binaries from the Go module proxy, once per version:
 # kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy and kubectl from
-# k8s.io/kubernetes, and a slim CoreDNS, all static (CGO_ENABLED=0), into
+# k8s.io/kubernetes, a slim CoreDNS, all static (CGO_ENABLED=0), and containerd with its runc shim
+# and ctr (Debian's containerd 1.6 cannot mount image volumes: flux.view.mode=image), into
 # $MINICLUSTER_CACHE/k8s-$K8S_VERSION/bin (default cache: ~/.cache/minicluster). Binaries
 # already there are not built again, so a second run returns at once.
 #
@@ -14,6 +15,7 @@ set -euo pipefail
 
 K8S_VERSION=${K8S_VERSION:-v1.35.4}
 COREDNS_VERSION=${COREDNS_VERSION:-v1.15.0}
+CONTAINERD_VERSION=${CONTAINERD_VERSION:-v2.2.9}
 CACHE=${MINICLUSTER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/minicluster}
 WORK=$CACHE/k8s-$K8S_VERSION
 BIN=$WORK/bin
@@ -21,13 +23,17 @@ K8S_COMMANDS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube
 # The plugins the cluster's Corefile uses (up.sh), and no more.
 COREDNS_PLUGINS=(bind cache errors health kubernetes loadbalance log ready template)
 COREDNS_STAMP=$BIN/.coredns-$COREDNS_VERSION-$(echo "${COREDNS_PLUGINS[*]}" | md5sum | cut -c1-8)
+CONTAINERD_COMMANDS=(containerd containerd-shim-runc-v2 ctr)
+CONTAINERD_STAMP=$BIN/.containerd-$CONTAINERD_VERSION
 
 missing=()
 for c in "${K8S_COMMANDS[@]}"; do [[ -x $BIN/$c ]] || missing+=("$c"); done
 need_coredns=true
 [[ -x $BIN/coredns && -f $COREDNS_STAMP ]] && need_coredns=false
-if ((${#missing[@]} == 0)) && ! $need_coredns; then
-	echo "build: cached Kubernetes $K8S_VERSION and CoreDNS $COREDNS_VERSION binaries in $BIN"
+need_containerd=true
+[[ -f $CONTAINERD_STAMP ]] && need_containerd=false
+if ((${#missing[@]} == 0)) && ! $need_coredns && ! $need_containerd; then
+	echo "build: cached Kubernetes $K8S_VERSION, CoreDNS $COREDNS_VERSION and containerd $CONTAINERD_VERSION binaries in $BIN"
 	exit 0
 fi
 command -v go >/dev/null || { echo "build: go not found on PATH; install Go >= 1.25" >&2; exit 1; }
@@ -89,5 +95,16 @@ if $need_coredns; then
 	mv "$BIN/coredns.tmp" "$BIN/coredns"
 	touch "$COREDNS_STAMP"
 	"$BIN/coredns" -version | sed -n 1p
+fi
+if $need_containerd; then
+	echo "build: containerd $CONTAINERD_VERSION (${CONTAINERD_COMMANDS[*]}) from the Go module proxy"
+	pkgs=()
+	for c in "${CONTAINERD_COMMANDS[@]}"; do pkgs+=("github.com/containerd/containerd/v2/cmd/$c@$CONTAINERD_VERSION"); done
+	# Static, without the snapshotters that need cgo libraries; the cluster uses overlayfs.
+	rm -rf "$BIN/.tmp" && mkdir -p "$BIN/.tmp"
+	GOBIN=$BIN/.tmp CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" -tags "no_btrfs no_zfs no_devmapper" "${pkgs[@]}"
+	mv "$BIN/.tmp/"* "$BIN/" && rmdir "$BIN/.tmp"
+	touch "$CONTAINERD_STAMP"
+	"$BIN/containerd" --version
 fi
 echo "build: done in $(($(date +%s) - start))s"

@@ -73,7 +73,7 @@ alive() {
 kubectl_admin() { "$CLUSTER_BIN/kubectl" --kubeconfig "$KUBECONFIG_FILE" "$@"; }
 
 # ctr_k8s runs ctr against the cluster's own containerd, in the namespace the CRI uses.
-ctr_k8s() { ctr --address "$CONTAINERD_SOCK" -n k8s.io "$@"; }
+ctr_k8s() { "$CLUSTER_BIN/ctr" --address "$CONTAINERD_SOCK" -n k8s.io "$@"; }
 
 # cgroup_dirs prints the cluster's cgroup directory in every mounted cgroup hierarchy (in hybrid
 # mode the pods' cgroups appear in the cgroup2 tree "unified" too).

@@ -19,12 +19,12 @@ elapsed() { local ds=$((($(date +%s%N) - T0) / 100000000)); echo "$((ds / 10)).$
 [[ $(uname -s) == Linux ]] || die "needs Linux; on other systems use 'make kind-up' (Docker + kind)"
 (( EUID == 0 )) || die "needs root (network namespace, cgroups, mounts); run as root or use 'make kind-up'"
 missing=()
-for tool in containerd containerd-shim-runc-v2 ctr runc etcd iptables ip nsenter setsid flock openssl docker-registry; do
+for tool in runc etcd iptables ip nsenter setsid flock openssl docker-registry; do
 	command -v "$tool" >/dev/null || missing+=("$tool")
 done
 for p in bridge host-local portmap loopback; do [[ -x /usr/lib/cni/$p ]] || missing+=("/usr/lib/cni/$p"); done
 command -v conntrack >/dev/null || missing+=(conntrack)
-((${#missing[@]} == 0)) || die "missing ${missing[*]}; install: apt-get install containerd runc containernetworking-plugins etcd-server iptables conntrack iproute2 openssl busybox-static docker-registry"
+((${#missing[@]} == 0)) || die "missing ${missing[*]}; install: apt-get install runc containernetworking-plugins etcd-server iptables conntrack iproute2 openssl busybox-static docker-registry"
 lock
 (( ${#CONTAINERD_SOCK} < 100 )) || die "CLUSTER_DIR=$CLUSTER_DIR is too long for a unix socket path; choose a shorter CLUSTER_DIR"
 
@@ -233,11 +233,14 @@ for c in controller-manager scheduler kube-proxy kubelet; do kubeconfig "$CONF/$
 # ---- containerd ----------------------------------------------------------------------------
 CD=$CLUSTER_DIR/containerd
 mkdir -p "$CD/root" "$CD/state" "$CLUSTER_DIR/cni/net.d" "$CLUSTER_DIR/cni/ipam"
+# containerd 2 (ci/cluster/build.sh): configuration version 3. Nothing from the host's
+# /etc/containerd is imported, and NRI (a socket under /var/run) is off.
 cat >"$CONF/containerd.toml" <<EOF
-version = 2
+version = 3
 root = "$CD/root"
 state = "$CD/state"
-disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
+imports = []
+disabled_plugins = ["io.containerd.snapshotter.v1.blockfile", "io.containerd.snapshotter.v1.erofs", "io.containerd.nri.v1.nri"]
 
 [grpc]
   address = "$CONTAINERD_SOCK"
@@ -245,30 +248,35 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 [plugins."io.containerd.internal.v1.opt"]
   path = "$CD/opt"
 
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "localhost/minicluster/pause:local"
+[plugins."io.containerd.cri.v1.images"]
+  snapshotter = "overlayfs"
+
+  [plugins."io.containerd.cri.v1.images".pinned_images]
+    sandbox = "localhost/minicluster/pause:local"
+
+  # Registry hosts: <config_path>/<host:port>/hosts.toml (the cluster's registry is plain HTTP).
+  [plugins."io.containerd.cri.v1.images".registry]
+    config_path = "$CD/certs.d"
+
+[plugins."io.containerd.cri.v1.runtime"]
   # No CAP_SYS_RESOURCE here: without this every sandbox fails ("can't get final child's PID from pipe").
   restrict_oom_score_adj = true
   disable_apparmor = true
+  enable_cdi = false
 
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
+  [plugins."io.containerd.cri.v1.runtime".containerd]
     default_runtime_name = "runc"
 
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
 
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
         SystemdCgroup = false
         Root = "$CD/state/runc"
 
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
+  [plugins."io.containerd.cri.v1.runtime".cni]
+    bin_dirs = ["/usr/lib/cni"]
     conf_dir = "$CLUSTER_DIR/cni/net.d"
-
-  # Registry hosts: <config_path>/<host:port>/hosts.toml (the cluster's registry is plain HTTP).
-  [plugins."io.containerd.grpc.v1.cri".registry]
-    config_path = "$CD/certs.d"
 EOF
 for reg in "$CLUSTER_REGISTRY" "$CLUSTER_AUTH_REGISTRY"; do
 	mkdir -p "$CD/certs.d/$reg"
@@ -303,7 +311,8 @@ cat >"$CLUSTER_DIR/cni/net.d/10-minicluster.conflist" <<EOF
   ]
 }
 EOF
-start containerd containerd --config "$CONF/containerd.toml"
+# PATH: containerd starts the runc shim it finds there; ours, not a host one.
+start containerd env PATH="$CLUSTER_BIN:$PATH" "$CLUSTER_BIN/containerd" --config "$CONF/containerd.toml"
 
 # ---- registry ------------------------------------------------------------------------------
 current=registry
@@ -315,7 +324,7 @@ start etcd etcd --name minicluster --data-dir "$CLUSTER_DIR/etcd" \
 	--listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
 	--initial-cluster minicluster=http://127.0.0.1:2380
 
-wait_for containerd 30 "containerd's socket" ctr --address "$CONTAINERD_SOCK" version
+wait_for containerd 30 "containerd's socket" "$CLUSTER_BIN/ctr" --address "$CONTAINERD_SOCK" version
 # Import the images while the control plane comes up.
 bash "$(dirname "${BASH_SOURCE[0]}")/load-images.sh" "$IMAGES_DIR" >"$LOG_DIR/load-images.log" 2>&1 &
 images_pid=$!
