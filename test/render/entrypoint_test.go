@@ -141,8 +141,11 @@ func newPod(t *testing.T, opts helmtest.Options, index int) *pod {
 		if strings.HasPrefix(e.Name, "MINICLUSTER_") {
 			require.Nilf(t, e.ValueFrom, "%s is a plain value", e.Name)
 			p.env = append(p.env, e.Name+"="+moved(e.Value))
-			if e.Name == "MINICLUSTER_FLUX_VIEW" {
+			if e.Name == "MINICLUSTER_FLUX_VIEW" && e.Value != "" {
 				view = moved(e.Value)
+			}
+			if e.Name == "MINICLUSTER_FLUX_VIEW_ROOT" && e.Value != "" {
+				view = layOutViewImage(t, moved(e.Value))
 			}
 		}
 	}
@@ -154,6 +157,18 @@ func newPod(t *testing.T, opts helmtest.Options, index int) *pod {
 	require.NoError(t, os.MkdirAll(bin, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(bin, "flux"), []byte(strings.ReplaceAll(fakeFlux, "@FAKE@", p.fake)), 0o755))
 	return p
+}
+
+// layOutViewImage lays out the real flux-view layout under an image volume's root and returns
+// its view tree: /opt/view -> views/view (relative) -> /opt/views/._view/HASH (absolute, so
+// relative to the image's root, not the pod's).
+func layOutViewImage(t *testing.T, root string) string {
+	t.Helper()
+	tree := root + "/opt/views/._view/we5objnsiatpq6byzpmusld4dbiclpmt"
+	require.NoError(t, os.MkdirAll(tree, 0o755))
+	require.NoError(t, os.Symlink("views/view", root+"/opt/view"))
+	require.NoError(t, os.Symlink("/opt/views/._view/we5objnsiatpq6byzpmusld4dbiclpmt", root+"/opt/views/view"))
+	return tree
 }
 
 // write writes a file under the pod's root and returns its path.
@@ -294,6 +309,30 @@ func TestEntrypointEphemeralLeadExitsWithTheCommandsStatus(t *testing.T) {
 			})
 		}
 	}
+}
+
+// flux.view.mode=image: env.sh follows /opt/view's links inside the mounted view image (one
+// relative, one absolute to the image's root) and runs Flux from the view tree they reach.
+func TestEntrypointViewImage(t *testing.T) {
+	t.Parallel()
+	t.Run("follows the links", func(t *testing.T) {
+		t.Parallel()
+		p := newPod(t, helmtest.Options{Set: []string{"command=hostname -s", "flux.view.mode=image"}}, 0)
+		require.Contains(t, p.env, "MINICLUSTER_FLUX_VIEW=")
+		p.brokers(t, "0 30")
+		status, out := p.run(t)
+		assert.Equal(t, 0, status, out)
+		require.Len(t, p.brokerRuns(t), 1, "flux from the view tree ran the broker:\n%s", out)
+	})
+	t.Run("no view in the image", func(t *testing.T) {
+		t.Parallel()
+		p := newPod(t, helmtest.Options{Set: []string{"command=hostname -s", "flux.view.mode=image"}}, 0)
+		root := p.envValue(t, "MINICLUSTER_FLUX_VIEW_ROOT")
+		require.NoError(t, os.RemoveAll(root+"/opt"))
+		status, out := p.run(t)
+		assert.Equal(t, 78, status, out)
+		assert.Contains(t, out, "error: flux is not in the flux view at "+root+"/opt/view/bin: set flux.view.image")
+	})
 }
 
 func TestEntrypointWorker(t *testing.T) {

@@ -42,6 +42,9 @@ func TestBadValuesAreRejected(t *testing.T) {
 			[]string{"interactive=true and command are both set", "unset one of them"}},
 		{"tasks without command", helmtest.Options{Set: []string{"tasks=4"}}, []string{"tasks=4 needs a command"}},
 		{"old kubernetes", helmtest.Options{KubeVersion: "v1.25.3"}, []string{"kubeVersion: >=1.27.0-0", "v1.25.3"}},
+		{"view image without image volumes", helmtest.Options{Set: []string{"flux.view.mode=image"}, KubeVersion: "v1.32.5"},
+			[]string{"flux.view.mode=image", "needs Kubernetes >= 1.33", "runs v1.32.5", "set flux.view.mode=copy"}},
+		{"unknown view mode", helmtest.Options{Set: []string{"flux.view.mode=link"}}, []string{"/flux/view/mode", "copy", "image"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := helmtest.Template(tc.opts)

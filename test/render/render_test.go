@@ -267,8 +267,9 @@ func TestModesReachThePods(t *testing.T) {
 		{"tasks", []string{"command=hostname", "tasks=8"}, map[string]string{"MINICLUSTER_TASKS": "8"}},
 		{"flux options", []string{"flux.logLevel=7", "flux.connectTimeout=2s", "flux.topology=kary:2", "flux.brokerOptions={-Sa=1,-Sb=x y}"},
 			map[string]string{"MINICLUSTER_LOG_LEVEL": "7", "MINICLUSTER_CONNECT_TIMEOUT": "2s", "MINICLUSTER_TOPOLOGY": "kary:2", "MINICLUSTER_BROKER_OPTIONS": "-Sa=1\n-Sb=x y"}},
-		{"view", nil, map[string]string{"MINICLUSTER_FLUX_VIEW": "/mnt/flux/view"}},
-		{"no view", []string{"flux.view.enabled=false"}, map[string]string{"MINICLUSTER_FLUX_VIEW": ""}},
+		{"view", nil, map[string]string{"MINICLUSTER_FLUX_VIEW": "/mnt/flux/view", "MINICLUSTER_FLUX_VIEW_ROOT": ""}},
+		{"no view", []string{"flux.view.enabled=false"}, map[string]string{"MINICLUSTER_FLUX_VIEW": "", "MINICLUSTER_FLUX_VIEW_ROOT": ""}},
+		{"view image", []string{"flux.view.mode=image"}, map[string]string{"MINICLUSTER_FLUX_VIEW": "", "MINICLUSTER_FLUX_VIEW_ROOT": "/mnt/flux"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			job := get[*batchv1.Job](t, render(t, helmtest.Options{Set: tc.set}), "Job", "flux-sample")
@@ -300,6 +301,29 @@ func TestFluxView(t *testing.T) {
 	job = get[*batchv1.Job](t, render(t, helmtest.Options{Set: []string{"flux.view.enabled=false"}}), "Job", "flux-sample")
 	require.Len(t, job.Spec.Template.Spec.InitContainers, 1)
 	assert.Equal(t, "keys", job.Spec.Template.Spec.InitContainers[0].Name)
+	for _, v := range job.Spec.Template.Spec.Volumes {
+		assert.NotEqual(t, "flux-view", v.Name)
+	}
+}
+
+// flux.view.mode=image: the view image is a read-only image volume, nothing is copied, and the
+// software subtree is mounted back at its build prefix.
+func TestFluxViewImage(t *testing.T) {
+	job := get[*batchv1.Job](t, render(t, helmtest.Options{Set: []string{"flux.view.mode=image", "flux.view.image=example.org/view:1", "flux.view.imagePullPolicy=Always"}}), "Job", "flux-sample")
+	spec := job.Spec.Template.Spec
+	require.Len(t, spec.InitContainers, 1, "no copy step")
+	assert.Equal(t, "keys", spec.InitContainers[0].Name)
+	assert.Equal(t, &corev1.ImageVolumeSource{Reference: "example.org/view:1", PullPolicy: corev1.PullAlways}, volume(t, job, "flux-view").Image)
+	assert.Nil(t, volume(t, job, "flux-view").EmptyDir)
+	assert.Contains(t, spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "flux-view", MountPath: "/mnt/flux", ReadOnly: true})
+	assert.Contains(t, spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "flux-view", MountPath: "/opt/software", SubPath: "opt/software", ReadOnly: true},
+		"the software must be back at its build prefix")
+
+	job = get[*batchv1.Job](t, render(t, helmtest.Options{Set: []string{"flux.view.mode=image", "flux.view.softwarePath="}}), "Job", "flux-sample")
+	for _, m := range job.Spec.Template.Spec.Containers[0].VolumeMounts {
+		assert.False(t, m.Name == "flux-view" && m.SubPath != "", "no software mount without softwarePath: %+v", m)
+	}
+	job = get[*batchv1.Job](t, render(t, helmtest.Options{Set: []string{"flux.view.mode=image", "flux.view.enabled=false"}}), "Job", "flux-sample")
 	for _, v := range job.Spec.Template.Spec.Volumes {
 		assert.NotEqual(t, "flux-view", v.Name)
 	}

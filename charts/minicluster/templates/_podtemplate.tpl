@@ -69,7 +69,7 @@ spec:
     {{- toYaml . | nindent 4 }}
   {{- end }}
   initContainers:
-    {{- if $view.enabled }}
+    {{- if and $view.enabled (eq $view.mode "copy") }}
     # The view image's Flux, as the Flux Operator copies it: the view tree (symlinks into the
     # software) and the software itself, which must be back at its build prefix to run.
     - name: flux-view
@@ -167,8 +167,11 @@ spec:
         # One option per line: options may contain spaces.
         - name: MINICLUSTER_BROKER_OPTIONS
           value: {{ join "\n" .Values.flux.brokerOptions | quote }}
+        # Copy: the view tree's copy. Image: the view image's root, where env.sh follows /opt/view.
         - name: MINICLUSTER_FLUX_VIEW
-          value: {{ ternary (printf "%s/view" $view.mountPath) "" $view.enabled | quote }}
+          value: {{ ternary (printf "%s/view" $view.mountPath) "" (and $view.enabled (eq $view.mode "copy")) | quote }}
+        - name: MINICLUSTER_FLUX_VIEW_ROOT
+          value: {{ ternary $view.mountPath "" (and $view.enabled (eq $view.mode "image")) | quote }}
         {{- with .Values.env }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
@@ -202,10 +205,16 @@ spec:
         {{- if $view.enabled }}
         - name: flux-view
           mountPath: {{ $view.mountPath }}
+          {{- if eq $view.mode "image" }}
+          readOnly: true
+          {{- end }}
         {{- if $view.softwarePath }}
         - name: flux-view
           mountPath: {{ $view.softwarePath }}
-          subPath: software
+          subPath: {{ ternary (trimPrefix "/" $view.softwarePath) "software" (eq $view.mode "image") }}
+          {{- if eq $view.mode "image" }}
+          readOnly: true
+          {{- end }}
         {{- end }}
         {{- end }}
         {{- if .Values.munge.enabled }}
@@ -248,7 +257,13 @@ spec:
                 - path: namespace
                   fieldRef:
                     fieldPath: metadata.namespace
-    {{- if $view.enabled }}
+    {{- if and $view.enabled (eq $view.mode "image") }}
+    # The view image itself, read-only: nothing is copied.
+    - name: flux-view
+      image:
+        reference: {{ $view.image }}
+        pullPolicy: {{ $view.imagePullPolicy }}
+    {{- else if $view.enabled }}
     - name: flux-view
       emptyDir:
         {{- with $view.medium }}

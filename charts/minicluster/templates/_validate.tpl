@@ -19,6 +19,9 @@
 {{- if and (gt (int .Values.tasks) 0) (not .Values.command) -}}
 {{- fail (printf "tasks=%d needs a command to run; set command or set tasks to 0" (int .Values.tasks)) -}}
 {{- end -}}
+{{- if and .Values.flux.view.enabled (eq .Values.flux.view.mode "image") (semverCompare "<1.33-0" .Capabilities.KubeVersion.Version) -}}
+{{- fail (printf "flux.view.mode=image mounts the view image as an image volume, which needs Kubernetes >= 1.33 (on by default from 1.35); this cluster runs %s: set flux.view.mode=copy" .Capabilities.KubeVersion.Version) -}}
+{{- end -}}
 {{- include "minicluster.validateUpgrade" . -}}
 {{- end -}}
 
