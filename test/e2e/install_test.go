@@ -158,6 +158,34 @@ func TestFluxInImage(t *testing.T) {
 	r.uninstallToNothing()
 }
 
+// flux.view.mode=image: the view image is mounted as an image volume (the runtime must support
+// them: the local cluster's containerd 2), nothing is copied; Flux from it (its python module
+// from the software at its build prefix) forms the instance, resizes and uninstalls to nothing.
+func TestViewImageVolume(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t, "viewimage")
+	r := newRelease(t, ns, "flux-sample", helm3)
+	r.install("--set", "size=3,interactive=true,flux.view.mode=image")
+	job, err := kube.BatchV1().Jobs(ns).Get(context.Background(), r.name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range job.Spec.Template.Spec.InitContainers {
+		if c.Name != "keys" {
+			t.Errorf("init container %s: the view image mode copies nothing", c.Name)
+		}
+	}
+	pods := checkInteractive(t, r, 3, 16)
+	if out, stderr, err := fluxIn(ns, pods[0].Name, "python", "-c", "import flux; print(flux.__file__)"); err != nil || !strings.Contains(out, "/opt/software/") {
+		t.Errorf("Flux's python module from the view image's software: %q %v %s", out, err, stderr)
+	}
+	if _, err := r.upgrade("--reuse-values", "--set", "size=5"); err != nil {
+		t.Fatal(err)
+	}
+	waitFluxUp(t, ns, r.name, 5, 16, wiringTimeout)
+	r.uninstallToNothing()
+}
+
 func waitJobComplete(t testing.TB, r *release, within time.Duration) {
 	t.Helper()
 	if c := waitJobFinished(t, r, within); c.Type != batchv1.JobComplete {
