@@ -31,13 +31,18 @@ func (o *WaitOptions) Validate() error {
 	return nil
 }
 
-// PullError says that a container of the release cannot get its image, and what to do.
+// PullError says that a container of the release cannot get its image, or the image of an
+// image volume it mounts (Volume), and what to do.
 type PullError struct {
-	Pod, Container, Image, Reason, Message string
+	Pod, Container, Volume, Image, Reason, Message string
 }
 
 func (e PullError) Error() string {
-	return fmt.Sprintf("pod %s container %s cannot pull image %q (%s: %s): %s", e.Pod, e.Container, e.Image, e.Reason, e.Message, e.fix())
+	who := "container " + e.Container
+	if e.Volume != "" {
+		who = fmt.Sprintf("image volume %s (of container %s)", e.Volume, e.Container)
+	}
+	return fmt.Sprintf("pod %s %s cannot pull image %q (%s: %s): %s", e.Pod, who, e.Image, e.Reason, e.Message, e.fix())
 }
 
 // pullReasons are the kubelet's waiting reasons for an image it cannot get.
@@ -45,6 +50,9 @@ var pullReasons = []string{"ErrImagePull", "ImagePullBackOff", "InvalidImageName
 
 // value names the chart value that sets a container's image.
 func (e PullError) value() string {
+	if e.Volume == "flux-view" {
+		return "flux.view.image"
+	}
 	switch e.Container {
 	case "keygen", "keys":
 		return "imageRegistry (or keygen.image.repository and keygen.image.tag)"
@@ -165,11 +173,41 @@ func look(ctx context.Context, client kubernetes.Interface, ns, release string) 
 func pullFailure(p corev1.Pod) error {
 	statuses := append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...)
 	for _, s := range statuses {
-		if w := s.State.Waiting; w != nil && slices.Contains(pullReasons, w.Reason) {
-			return PullError{Pod: p.Name, Container: s.Name, Image: s.Image, Reason: w.Reason, Message: w.Message}
+		w := s.State.Waiting
+		if w == nil {
+			continue
+		}
+		volume, ref := imageVolume(p, w.Message)
+		if slices.Contains(pullReasons, w.Reason) {
+			e := PullError{Pod: p.Name, Container: s.Name, Image: s.Image, Reason: w.Reason, Message: w.Message}
+			if volume != "" {
+				e.Volume, e.Image = volume, ref
+			}
+			return e
+		}
+		// A runtime without image volumes (containerd before 2.1) gets an empty mount source
+		// for one and fails to create the container, again and again.
+		if w.Reason == "CreateContainerError" && hasImageVolume(p) && strings.Contains(w.Message, `mkdir ""`) {
+			return fmt.Errorf("pod %s container %s cannot be created (%s: %s): the node's container runtime cannot mount image volumes (containerd 2.1 or later and CRI-O 1.31 or later can); install with flux.view.mode=copy",
+				p.Name, s.Name, w.Reason, w.Message)
 		}
 	}
 	return nil
+}
+
+// imageVolume is the image volume a kubelet message is about: the kubelet reports a volume's
+// pull failure on the containers that mount it, under the container's own image.
+func imageVolume(p corev1.Pod, message string) (name, ref string) {
+	for _, v := range p.Spec.Volumes {
+		if v.Image != nil && strings.Contains(message, `"`+v.Image.Reference+`"`) {
+			return v.Name, v.Image.Reference
+		}
+	}
+	return "", ""
+}
+
+func hasImageVolume(p corev1.Pod) bool {
+	return slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return v.Image != nil })
 }
 
 func isReady(p corev1.Pod) bool {

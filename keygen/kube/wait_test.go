@@ -85,6 +85,37 @@ func TestWaitReportsPullFailures(t *testing.T) {
 	}
 }
 
+// flux.view.mode=image: the kubelet reports the view image's pull failure on the flux
+// container, under the application image; the report names the view image and its value.
+// A runtime that cannot mount image volumes is reported with the fix.
+func TestWaitReportsImageVolumeFailures(t *testing.T) {
+	viewPod := func(w corev1.ContainerStateWaiting) *corev1.Pod {
+		p := brokerPod(1, false, nil)
+		p.Spec.Volumes = []corev1.Volume{{Name: "flux-view", VolumeSource: corev1.VolumeSource{
+			Image: &corev1.ImageVolumeSource{Reference: "reg.example/flux-view:nope"}}}}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "flux", Image: "reg.example/app:1",
+			State: corev1.ContainerState{Waiting: &w}}}
+		return p
+	}
+	_, err := runWait(t, 5*time.Second, brokerJob(2), viewPod(corev1.ContainerStateWaiting{Reason: "ImagePullBackOff",
+		Message: `Back-off pulling image "reg.example/flux-view:nope": ErrImagePull: failed to resolve image: reg.example/flux-view:nope: not found`}))
+	var pe PullError
+	if !errors.As(err, &pe) || pe.Volume != "flux-view" {
+		t.Fatalf("want a PullError of the flux-view volume, got %v", err)
+	}
+	for _, w := range []string{`pod mc-1 image volume flux-view (of container flux) cannot pull image "reg.example/flux-view:nope"`, "no such image or tag", "set flux.view.image"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%q lacks %q", err, w)
+		}
+	}
+
+	_, err = runWait(t, 5*time.Second, brokerJob(2), viewPod(corev1.ContainerStateWaiting{Reason: "CreateContainerError",
+		Message: `failed to generate container "c03d" spec: failed to generate spec: failed to mkdir "": mkdir : no such file or directory`}))
+	if err == nil || !strings.Contains(err.Error(), "cannot mount image volumes") || !strings.Contains(err.Error(), "flux.view.mode=copy") {
+		t.Errorf("runtime without image volumes: %v", err)
+	}
+}
+
 func TestWaitUpCompleteFailedAndTimeout(t *testing.T) {
 	log, err := runWait(t, 5*time.Second, brokerJob(2), brokerPod(0, true, nil), brokerPod(1, true, nil))
 	if err != nil || !strings.Contains(log, "2 of 2 broker pods ready") {

@@ -239,13 +239,16 @@ func TestPullFailureReported(t *testing.T) {
 		{"missing-tag", helm4, "image=" + missing + ",imagePullPolicy=Always", missing, []string{"container flux", "set image to"}},
 		{"wrong-registry", helm3, "imageRegistry=127.0.0.1:1,keygen.image.pullPolicy=Always", "127.0.0.1:1/flux-keygen:" + version,
 			[]string{"the cluster cannot reach that registry", "set imageRegistry"}},
+		// The kubelet reports an image volume's failure on the container, under its own image.
+		{"missing-view-image-volume", helm4, "flux.view.mode=image,flux.view.imagePullPolicy=Always,flux.view.image=" + imagePrefix + "flux-view:no-such-tag",
+			imagePrefix + "flux-view:no-such-tag", []string{"image volume flux-view (of container flux)", "set flux.view.image to"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ns := newNamespace(t, "fault-pull")
 			r := newRelease(t, ns, "flux-sample", tc.helm)
 			r.install("--set", "size=2,interactive=true,"+tc.set)
-			if tc.name == "missing-tag" && os.Getenv("CLUSTER_REGISTRY") != "" {
+			if tc.name != "wrong-registry" && os.Getenv("CLUSTER_REGISTRY") != "" {
 				tc.want = append(tc.want, "that registry has no such image or tag")
 			}
 			out, code, took := runWaitCLI(t, ns, r.name, "3m")
