@@ -87,7 +87,7 @@ done
 mounts_under() { awk -v d="$CLUSTER_DIR/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r; }
 for m in $(mounts_under); do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null; done
 
-# libcni's result cache (kept outside $CLUSTER_DIR by containerd 1.6) of the pods' sandboxes.
+# libcni's result cache (kept outside $CLUSTER_DIR by containerd) of the pods' sandboxes.
 for id in "${ids[@]}"; do rm -f /var/lib/cni/results/minicluster-"$id"-* /var/lib/cni/results/cni-loopback-"$id"-*; done
 
 step "cgroups"
@@ -112,7 +112,7 @@ step "state"
 for l in /var/log/containers/*.log; do
 	[[ -L $l && $(readlink "$l") == "$CLUSTER_DIR/"* ]] && rm -f "$l"
 done
-# Host paths containerd 1.6 and the kubelet use whatever their configuration says; tidy them
+# Host paths containerd and the kubelet use whatever their configuration says; tidy them
 # when no other containerd or kubelet runs (rmdir only ever removes empty directories).
 if ! running kubelet; then
 	rm -f /var/lib/kubelet/device-plugins/kubelet.sock
