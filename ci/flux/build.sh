@@ -9,7 +9,7 @@
 # FLUX_CORE_SRC: a flux-core source tarball (default: the single flux-core-*.tar.gz in
 # ../shared/flux-core/ beside the repository) or a git checkout of flux-core.
 # Outputs, in ${MINICLUSTER_CACHE:-$HOME/.cache/minicluster}/flux/<id>/ (<id>: sha256 of the
-# tarball, or of `git rev-parse HEAD` + `git diff HEAD` of a checkout):
+# tarball, or of `git rev-parse HEAD` + `git diff HEAD` of a checkout, and -r<LAYOUT_REVISION>):
 #   base.tar      debootstrap --variant=minbase bookworm: the application image without Flux
 #   software.tar  opt/software, opt/views, opt/view: flux-core and all of its runtime
 #                 dependencies but glibc, each in its own prefix
@@ -48,7 +48,9 @@ elif [[ -f $src ]]; then
 else
 	die "FLUX_CORE_SRC=$src: no such file or directory"
 fi
-cache=${MINICLUSTER_CACHE:-$HOME/.cache/minicluster}/flux/$id
+# Raised when what this script makes changes, so that a cached build is made again.
+LAYOUT_REVISION=2
+cache=${MINICLUSTER_CACHE:-$HOME/.cache/minicluster}/flux/$id-r$LAYOUT_REVISION
 if [[ ${1:-} == --print-dir ]]; then
 	echo "$cache"
 	exit 0

@@ -128,6 +128,12 @@ timeout 60 flux start --test-size=1 sh -c 'flux cron interval 1s true && flux cr
 cat /tmp/cron.out
 timeout 60 flux start --test-size=1 flux python -c 'import flux, yaml, jsonschema, cffi; print("flux python ok", flux.Flux().attr_get("size"))'
 
+echo "== python's byte code stays valid with every mtime at the epoch (as in the images)"
+find /opt/software /opt/views -exec touch -h -d @0 {} +
+stale=$(flux python -v -c 'import flux.job, yaml, jsonschema' 2>&1 | grep -c 'bytecode is stale' || true)
+[ "$stale" -eq 0 ] || fail "$stale .pyc files are stale once mtimes are the epoch: python compiles them on every start"
+echo "ok"
+
 echo "== at run time, a broker and a flux python process map libraries only from /opt/software and glibc"
 cat >/tmp/maps.sh <<'MAPS'
 cat "/proc/$(flux getattr broker.pid)/maps"
