@@ -23,6 +23,9 @@ podAntiAffinity:
 chart version: Kubernetes cannot change a Job's pod template, and a resize must still apply. */}}
 {{- define "minicluster.podTemplate" -}}
 {{- $view := .Values.flux.view -}}
+{{- /* Where Flux comes from: a copy of the view, the view image itself, or neither (Flux in the image). */ -}}
+{{- $viewCopy := and $view.enabled (eq $view.mode "copy") -}}
+{{- $viewImage := and $view.enabled (eq $view.mode "image") -}}
 metadata:
   labels:
     {{- include "minicluster.selectorLabels" . | nindent 4 }}
@@ -69,7 +72,7 @@ spec:
     {{- toYaml . | nindent 4 }}
   {{- end }}
   initContainers:
-    {{- if and $view.enabled (eq $view.mode "copy") }}
+    {{- if $viewCopy }}
     # The view image's Flux, as the Flux Operator copies it: the view tree (symlinks into the
     # software) and the software itself, which must be back at its build prefix to run.
     - name: flux-view
@@ -169,9 +172,9 @@ spec:
           value: {{ join "\n" .Values.flux.brokerOptions | quote }}
         # Copy: the view tree's copy. Image: the view image's root, where env.sh follows /opt/view.
         - name: MINICLUSTER_FLUX_VIEW
-          value: {{ ternary (printf "%s/view" $view.mountPath) "" (and $view.enabled (eq $view.mode "copy")) | quote }}
+          value: {{ ternary (printf "%s/view" $view.mountPath) "" $viewCopy | quote }}
         - name: MINICLUSTER_FLUX_VIEW_ROOT
-          value: {{ ternary $view.mountPath "" (and $view.enabled (eq $view.mode "image")) | quote }}
+          value: {{ ternary $view.mountPath "" $viewImage | quote }}
         {{- with .Values.env }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
@@ -205,14 +208,14 @@ spec:
         {{- if $view.enabled }}
         - name: flux-view
           mountPath: {{ $view.mountPath }}
-          {{- if eq $view.mode "image" }}
+          {{- if $viewImage }}
           readOnly: true
           {{- end }}
         {{- if $view.softwarePath }}
         - name: flux-view
           mountPath: {{ $view.softwarePath }}
-          subPath: {{ ternary (trimPrefix "/" $view.softwarePath) "software" (eq $view.mode "image") }}
-          {{- if eq $view.mode "image" }}
+          subPath: {{ ternary (trimPrefix "/" $view.softwarePath) "software" $viewImage }}
+          {{- if $viewImage }}
           readOnly: true
           {{- end }}
         {{- end }}
@@ -257,13 +260,13 @@ spec:
                 - path: namespace
                   fieldRef:
                     fieldPath: metadata.namespace
-    {{- if and $view.enabled (eq $view.mode "image") }}
+    {{- if $viewImage }}
     # The view image itself, read-only: nothing is copied.
     - name: flux-view
       image:
         reference: {{ $view.image }}
         pullPolicy: {{ $view.imagePullPolicy }}
-    {{- else if $view.enabled }}
+    {{- else if $viewCopy }}
     - name: flux-view
       emptyDir:
         {{- with $view.medium }}
