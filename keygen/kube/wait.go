@@ -177,10 +177,9 @@ func pullFailure(p corev1.Pod) error {
 		if w == nil {
 			continue
 		}
-		volume, ref := imageVolume(p, w.Message)
 		if slices.Contains(pullReasons, w.Reason) {
 			e := PullError{Pod: p.Name, Container: s.Name, Image: s.Image, Reason: w.Reason, Message: w.Message}
-			if volume != "" {
+			if volume, ref := imageVolume(p, w.Message); volume != "" {
 				e.Volume, e.Image = volume, ref
 			}
 			return e
