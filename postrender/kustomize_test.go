@@ -29,7 +29,7 @@ func TestKustomizations(t *testing.T) {
 			assert.Equal(t, "team-flux-sample", mc.Job.Spec.Template.Spec.Subdomain, "kustomize follows the Service rename in the subdomain")
 			assert.Equal(t, "team-flux-sample-[0-15]", mc.Config.Data["hosts"])
 			// The keygen Job fills the key object under the chart's name: the rename is undone.
-			assert.Contains(t, initArgs(t, mc, "keys"), "--curve-name=flux-sample-curve")
+			assert.Contains(t, containerArgs(t, mc, "keys"), "--curve-name=flux-sample-curve")
 			assert.Contains(t, out, "\n  name: flux-sample-curve\n")
 			assert.Contains(t, out, "- flux-sample-curve\n", "the keygen Role may still get it")
 			assert.Contains(t, mc.Config.Annotations[postrender.ParametersAnnotation], `"job":"team-flux-sample","service":"team-flux-sample"`)
@@ -69,14 +69,14 @@ func TestKustomizations(t *testing.T) {
 	}
 }
 
-func initArgs(t *testing.T, mc miniCluster, name string) []string {
+func containerArgs(t *testing.T, mc miniCluster, name string) []string {
 	t.Helper()
-	for _, c := range mc.Job.Spec.Template.Spec.InitContainers {
+	for _, c := range mc.Job.Spec.Template.Spec.Containers {
 		if c.Name == name {
 			return c.Args
 		}
 	}
-	t.Fatalf("Job %s has no init container %s", mc.Job.Name, name)
+	t.Fatalf("Job %s has no container %s", mc.Job.Name, name)
 	return nil
 }
 

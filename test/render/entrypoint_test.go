@@ -149,6 +149,12 @@ func newPod(t *testing.T, opts helmtest.Options, index int) *pod {
 			}
 		}
 	}
+	// The helpers beside the broker (the keys step, the copy of the view) have done their part.
+	for _, dir := range strings.Fields(p.envValue(t, "MINICLUSTER_HELPERS")) {
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		require.NoError(t, syscall.Mkfifo(filepath.Join(dir, ".alive"), 0o666))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, ".ready"), nil, 0o444))
+	}
 	// Flux comes from the view when there is one, as in the pod; else from PATH.
 	bin := p.root + "/bin"
 	if view != "" {
@@ -478,4 +484,75 @@ func (p *pod) envValue(t *testing.T, name string) string {
 	}
 	t.Fatalf("the pod has no %s", name)
 	return ""
+}
+
+// The helpers beside the broker: the entrypoint waits for each one's .ready, ends on .invalid
+// (exit 78: the Job fails) or .failed (exit 1), and holds each one's FIFO .alive open while it
+// lives, so that a helper waiting on it ends with the broker's container, not before or after.
+func TestEntrypointWaitsForItsHelpers(t *testing.T) {
+	t.Parallel()
+	t.Run("ready", func(t *testing.T) {
+		t.Parallel()
+		p := newPod(t, helmtest.Options{Set: []string{"command=hostname"}}, 0)
+		helpers := strings.Fields(p.envValue(t, "MINICLUSTER_HELPERS"))
+		require.Equal(t, []string{p.root + "/minicluster/keys", p.root + "/mnt/flux"}, helpers)
+		for _, dir := range helpers {
+			require.NoError(t, os.Remove(filepath.Join(dir, ".ready")))
+		}
+		p.brokers(t, "0 0 1")
+		// Each helper reads its FIFO until no writer is left, as flux-keygen and the copy do.
+		ended := make(chan string, len(helpers))
+		for _, dir := range helpers {
+			go func() {
+				f, err := os.Open(filepath.Join(dir, ".alive"))
+				if err == nil {
+					_, _ = f.Read(make([]byte, 1))
+					f.Close()
+				}
+				ended <- dir
+			}()
+		}
+		_, wait := p.start(t)
+		time.Sleep(500 * time.Millisecond)
+		assert.Empty(t, p.calls(t), "flux ran before the helpers were ready")
+		require.NoError(t, os.WriteFile(filepath.Join(helpers[1], ".ready"), nil, 0o444))
+		time.Sleep(300 * time.Millisecond)
+		assert.Empty(t, p.calls(t), "flux ran before the keys were ready")
+		require.NoError(t, os.WriteFile(filepath.Join(helpers[0], ".ready"), nil, 0o444))
+		// The broker runs a second (its child holds no FIFO): the helpers wait for the script.
+		require.Eventually(t, func() bool { return len(p.brokerRuns(t)) == 1 }, 10*time.Second, 20*time.Millisecond)
+		select {
+		case dir := <-ended:
+			t.Fatalf("helper %s ended while the broker's container runs", dir)
+		case <-time.After(300 * time.Millisecond):
+		}
+		status, out := wait()
+		assert.Equal(t, 0, status, out)
+		for range helpers {
+			select {
+			case <-ended:
+			case <-time.After(5 * time.Second):
+				t.Fatal("a helper did not see the broker's container end")
+			}
+		}
+	})
+	for _, tc := range []struct {
+		file, text string
+		status     int
+	}{
+		{".invalid", "Secret ns/flux-sample-curve its curve.cert is not a valid certificate (no curve section)", 78},
+		{".failed", "waiting for curve.cert in Secret ns/flux-sample-curve: context deadline exceeded", 1},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			t.Parallel()
+			p := newPod(t, helmtest.Options{}, 2)
+			keys := p.root + "/minicluster/keys"
+			require.NoError(t, os.Remove(filepath.Join(keys, ".ready")))
+			require.NoError(t, os.WriteFile(filepath.Join(keys, tc.file), []byte(tc.text+"\n"), 0o444))
+			status, out := p.run(t)
+			assert.Equal(t, tc.status, status, out)
+			assert.Contains(t, out, "minicluster[2]: error: "+tc.text)
+			assert.Empty(t, p.calls(t), "flux must not run")
+		})
+	}
 }

@@ -107,7 +107,7 @@ func TestServiceAndJobWiring(t *testing.T) {
 	require.Len(t, rules, 2)
 	assert.Equal(t, batchv1.PodFailurePolicyActionFailJob, rules[0].Action)
 	assert.Equal(t, []int32{78}, rules[0].OnExitCodes.Values, "a broker that cannot start fails the Job")
-	assert.Nil(t, rules[0].OnExitCodes.ContainerName, "the init step's exit code counts too")
+	assert.Nil(t, rules[0].OnExitCodes.ContainerName, "the keys step's exit code counts too")
 	assert.Equal(t, batchv1.PodFailurePolicyActionIgnore, rules[1].Action)
 	assert.Equal(t, corev1.DisruptionTarget, rules[1].OnPodConditions[0].Type)
 	assert.NotContains(t, pod.Labels, "helm.sh/chart", "chart version on the pod template would make upgrades fail")
@@ -118,8 +118,9 @@ func TestServiceAndJobWiring(t *testing.T) {
 	assert.Len(t, pod.Spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution, 1, "soft anti-affinity by default")
 	assert.Empty(t, pod.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution)
 
+	assert.Equal(t, []string{"flux", "flux-view", "keys"}, containerNames(job), "the broker first (kustomizations address containers/0), the keys step beside it")
+	assert.Empty(t, pod.Spec.InitContainers, "an init container would hold the broker back until the kubelet's next relist")
 	c := pod.Spec.Containers[0]
-	assert.Equal(t, "flux", c.Name)
 	assert.Equal(t, []string{"/bin/sh", "/minicluster/scripts/entrypoint.sh"}, c.Command)
 	assert.EqualValues(t, 9000, c.Ports[0].ContainerPort)
 	assert.Equal(t, "broker", c.Ports[0].Name)
@@ -284,12 +285,14 @@ func TestModesReachThePods(t *testing.T) {
 func TestFluxView(t *testing.T) {
 	job := get[*batchv1.Job](t, render(t, helmtest.Options{Set: []string{"flux.view.mountPath=/opt/fluxview", "flux.view.image=example.org/view:1"}}), "Job", "flux-sample")
 	spec := job.Spec.Template.Spec
-	require.Len(t, spec.InitContainers, 2)
-	view := spec.InitContainers[0]
+	assert.Equal(t, []string{"flux", "flux-view", "keys"}, containerNames(job), "the copy beside the broker, before the keys step (it takes longer)")
+	view := container(t, job, "flux-view")
 	assert.Equal(t, "example.org/view:1", view.Image)
 	// The real flux-view layout: /opt/view links to the view tree, which links into /opt/software.
-	assert.Contains(t, view.Command[2], `cp -a "$view/." /opt/fluxview/view/`)
-	assert.Contains(t, view.Command[2], "cp -a /opt/software/. /opt/fluxview/software/")
+	assert.Contains(t, view.Command[2], "m=/opt/fluxview\n")
+	assert.Contains(t, view.Command[2], `cp -a "$view/." "$m/view/"`)
+	assert.Contains(t, view.Command[2], `cp -a /opt/software/. "$m/software/"`)
+	assert.Equal(t, "/minicluster/keys /opt/fluxview", env(spec.Containers[0])["MINICLUSTER_HELPERS"], "the entrypoint waits for the copy and the keys")
 	assert.Contains(t, spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "flux-view", MountPath: "/opt/fluxview"})
 	assert.Contains(t, spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "flux-view", MountPath: "/opt/software", SubPath: "software"},
 		"the software must be back at its build prefix")
@@ -299,8 +302,8 @@ func TestFluxView(t *testing.T) {
 	assert.Equal(t, corev1.StorageMediumMemory, volume(t, job, "flux-view").EmptyDir.Medium)
 
 	job = get[*batchv1.Job](t, render(t, helmtest.Options{Set: []string{"flux.view.enabled=false"}}), "Job", "flux-sample")
-	require.Len(t, job.Spec.Template.Spec.InitContainers, 1)
-	assert.Equal(t, "keys", job.Spec.Template.Spec.InitContainers[0].Name)
+	assert.Equal(t, []string{"flux", "keys"}, containerNames(job))
+	assert.Equal(t, "/minicluster/keys", env(job.Spec.Template.Spec.Containers[0])["MINICLUSTER_HELPERS"])
 	for _, v := range job.Spec.Template.Spec.Volumes {
 		assert.NotEqual(t, "flux-view", v.Name)
 	}
@@ -311,8 +314,7 @@ func TestFluxView(t *testing.T) {
 func TestFluxViewImage(t *testing.T) {
 	job := get[*batchv1.Job](t, render(t, helmtest.Options{Set: []string{"flux.view.mode=image", "flux.view.image=example.org/view:1", "flux.view.imagePullPolicy=Always"}}), "Job", "flux-sample")
 	spec := job.Spec.Template.Spec
-	require.Len(t, spec.InitContainers, 1, "no copy step")
-	assert.Equal(t, "keys", spec.InitContainers[0].Name)
+	assert.Equal(t, []string{"flux", "keys"}, containerNames(job), "no copy step")
 	assert.Equal(t, &corev1.ImageVolumeSource{Reference: "example.org/view:1", PullPolicy: corev1.PullAlways}, volume(t, job, "flux-view").Image)
 	assert.Nil(t, volume(t, job, "flux-view").EmptyDir)
 	assert.Contains(t, spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "flux-view", MountPath: "/mnt/flux", ReadOnly: true})
@@ -329,16 +331,26 @@ func TestFluxViewImage(t *testing.T) {
 	}
 }
 
-// keysInit is the broker pods' init step (flux-keygen kube fetch).
-func keysInit(t *testing.T, job *batchv1.Job) corev1.Container {
+// container is the Job's pod container name: flux (the broker), keys (flux-keygen kube fetch)
+// or flux-view (the copy of the view), the last two beside the broker.
+func container(t *testing.T, job *batchv1.Job, name string) corev1.Container {
 	t.Helper()
-	for _, c := range job.Spec.Template.Spec.InitContainers {
-		if c.Name == "keys" {
+	for _, c := range job.Spec.Template.Spec.Containers {
+		if c.Name == name {
 			return c
 		}
 	}
-	t.Fatalf("Job %s has no init container keys", job.Name)
+	t.Fatalf("Job %s has no container %s", job.Name, name)
 	return corev1.Container{}
+}
+
+// containerNames are the names of the Job's pod containers, in order.
+func containerNames(job *batchv1.Job) []string {
+	var names []string
+	for _, c := range job.Spec.Template.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	return names
 }
 
 func TestKeyMaterial(t *testing.T) {
@@ -347,12 +359,12 @@ func TestKeyMaterial(t *testing.T) {
 		secret := get[*corev1.Secret](t, objs, "Secret", "flux-sample-curve")
 		assert.Empty(t, secret.Data, "the chart never renders key material: the keygen Job makes it")
 		job := get[*batchv1.Job](t, objs, "Job", "flux-sample")
-		keys := keysInit(t, job)
+		keys := container(t, job, "keys")
 		assert.Equal(t, "ghcr.io/minicluster/flux-keygen:0.1.0", keys.Image)
-		assert.Equal(t, []string{"kube", "fetch", "--namespace=$(POD_NAMESPACE)", "--out=/minicluster/keys", "--curve-name=flux-sample-curve",
+		assert.Equal(t, []string{"kube", "fetch", "--beside-broker", "--namespace=$(POD_NAMESPACE)", "--out=/minicluster/keys", "--curve-name=flux-sample-curve",
 			"--storage=Secret", "--wait-parent", "--hosts-file=/minicluster/config/hosts", "--topology="}, keys.Args)
 		assert.Equal(t, corev1.StorageMediumMemory, volume(t, job, "keys").EmptyDir.Medium, "keys stay in memory")
-		// The API token reaches the init step alone.
+		// The API token reaches the keys step alone.
 		pod := job.Spec.Template.Spec
 		assert.False(t, *pod.AutomountServiceAccountToken)
 		assert.Equal(t, "flux-sample-broker", pod.ServiceAccountName)
@@ -383,7 +395,7 @@ func TestKeyMaterial(t *testing.T) {
 		get[*corev1.ConfigMap](t, objs, "ConfigMap", "flux-sample-curve")
 		_, hasSecret := helmtest.Find(objs, "Secret", "flux-sample-curve")
 		assert.False(t, hasSecret)
-		assert.Contains(t, keysInit(t, get[*batchv1.Job](t, objs, "Job", "flux-sample")).Args, "--storage=ConfigMap")
+		assert.Contains(t, container(t, get[*batchv1.Job](t, objs, "Job", "flux-sample"), "keys").Args, "--storage=ConfigMap")
 		role := get[*rbacv1.Role](t, objs, "Role", "flux-sample-keygen")
 		assert.Equal(t, []string{"configmaps"}, role.Rules[0].Resources)
 		broker := get[*rbacv1.Role](t, objs, "Role", "flux-sample-broker")
@@ -395,7 +407,7 @@ func TestKeyMaterial(t *testing.T) {
 			assert.NotEqual(t, "flux-sample-keygen", o.Name, "no keygen Job for a user's own certificate")
 			assert.NotEqual(t, "flux-sample-curve", o.Name)
 		}
-		assert.Contains(t, keysInit(t, get[*batchv1.Job](t, objs, "Job", "flux-sample")).Args, "--curve-name=my-cert")
+		assert.Contains(t, container(t, get[*batchv1.Job](t, objs, "Job", "flux-sample"), "keys").Args, "--curve-name=my-cert")
 		broker := get[*rbacv1.Role](t, objs, "Role", "flux-sample-broker")
 		assert.Equal(t, []string{"my-cert"}, broker.Rules[0].ResourceNames, "the brokers read the user's Secret")
 	})
@@ -403,7 +415,7 @@ func TestKeyMaterial(t *testing.T) {
 		objs := render(t, helmtest.Options{Set: []string{"munge.enabled=true", "curve.existingSecret=my-cert"}})
 		get[*corev1.Secret](t, objs, "Secret", "flux-sample-munge")
 		job := get[*batchv1.Job](t, objs, "Job", "flux-sample")
-		assert.Contains(t, keysInit(t, job).Args, "--munge-name=flux-sample-munge")
+		assert.Contains(t, container(t, job, "keys").Args, "--munge-name=flux-sample-munge")
 		assert.Contains(t, job.Spec.Template.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "munge-installed", MountPath: "/etc/munge"})
 		keygen := get[*batchv1.Job](t, objs, "Job", "flux-sample-keygen")
 		assert.Equal(t, []string{"kube", "--release=flux-sample", "--namespace=$(POD_NAMESPACE)", "--skip-curve", "--munge", "--munge-name=flux-sample-munge"}, keygen.Spec.Template.Spec.Containers[0].Args)

@@ -71,73 +71,11 @@ spec:
   securityContext:
     {{- toYaml . | nindent 4 }}
   {{- end }}
-  initContainers:
-    {{- if $viewCopy }}
-    # The view image's Flux, as the Flux Operator copies it: the view tree (symlinks into the
-    # software) and the software itself, which must be back at its build prefix to run.
-    - name: flux-view
-      image: {{ $view.image }}
-      imagePullPolicy: {{ $view.imagePullPolicy }}
-      command:
-        - /bin/sh
-        - -c
-        - |
-          set -e
-          view=$(readlink -f /opt/view)
-          mkdir -p {{ $view.mountPath }}/view {{ $view.mountPath }}/software
-          cp -a "$view/." {{ $view.mountPath }}/view/
-          {{- if $view.softwarePath }}
-          if [ -d {{ $view.softwarePath }} ]; then cp -a {{ $view.softwarePath }}/. {{ $view.mountPath }}/software/; fi
-          {{- end }}
-      terminationMessagePolicy: FallbackToLogsOnError
-      {{- with .Values.securityContext }}
-      securityContext:
-        {{- toYaml . | nindent 8 }}
-      {{- end }}
-      volumeMounts:
-        - name: flux-view
-          mountPath: {{ $view.mountPath }}
-    {{- end }}
-    # The keys the keygen Job writes while the pods start; a worker also waits until the
-    # Service lists its parent broker, so that its first DNS lookup of it finds it.
-    - name: keys
-      image: {{ include "minicluster.image" (dict "root" . "repository" .Values.keygen.image.repository "tag" (.Values.keygen.image.tag | default .Chart.AppVersion)) }}
-      imagePullPolicy: {{ .Values.keygen.image.pullPolicy }}
-      args:
-        - kube
-        - fetch
-        - --namespace=$(POD_NAMESPACE)
-        - --out=/minicluster/keys
-        {{- if .Values.curve.existingSecret }}
-        - --curve-name={{ .Values.curve.existingSecret }}
-        {{- else }}
-        - --curve-name={{ include "minicluster.curveName" . }}
-        - --storage={{ .Values.curve.storage }}
-        {{- end }}
-        {{- if .Values.munge.enabled }}
-        - --munge-name={{ include "minicluster.mungeName" . }}
-        {{- end }}
-        - --wait-parent
-        - --hosts-file=/minicluster/config/hosts
-        - --topology={{ .Values.flux.topology }}
-      env:
-        - name: POD_NAMESPACE
-          valueFrom:
-            fieldRef:
-              fieldPath: metadata.namespace
-      securityContext:
-        {{- include "minicluster.restrictedPodSecurity" . | nindent 8 }}
-        {{- include "minicluster.restrictedContainerSecurity" . | nindent 8 }}
-      terminationMessagePolicy: FallbackToLogsOnError
-      volumeMounts:
-        - name: keys
-          mountPath: /minicluster/keys
-        - name: broker-config
-          mountPath: /minicluster/config
-          readOnly: true
-        - name: api-token
-          mountPath: /var/run/secrets/kubernetes.io/serviceaccount
-          readOnly: true
+  # The broker's container first (kustomizations address it as containers/0), then its helpers,
+  # which run beside it, not before it as init containers: the kubelet would start the broker
+  # only at its next 1 s relist after they end. The entrypoint waits for each helper's .ready in
+  # the volume they share; each helper ends when the broker's container ends (a FIFO the
+  # entrypoint holds open), so the pod completes with it.
   containers:
     - name: flux
       image: {{ .Values.image }}
@@ -168,6 +106,9 @@ spec:
         - name: MINICLUSTER_TOPOLOGY
           value: {{ .Values.flux.topology | quote }}
         # One option per line: options may contain spaces.
+        # The helpers' shared directories: the entrypoint waits for each one's .ready.
+        - name: MINICLUSTER_HELPERS
+          value: {{ ternary (printf "/minicluster/keys %s" $view.mountPath) "/minicluster/keys" $viewCopy | quote }}
         - name: MINICLUSTER_BROKER_OPTIONS
           value: {{ join "\n" .Values.flux.brokerOptions | quote }}
         # Copy: the view tree's copy. Image: the view image's root, where env.sh follows /opt/view.
@@ -227,6 +168,90 @@ spec:
         {{- with .Values.volumeMounts }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
+    {{- if $viewCopy }}
+    # The view image's Flux, as the Flux Operator copies it: the view tree (symlinks into the
+    # software) and the software itself, which must be back at its build prefix to run.
+    - name: flux-view
+      image: {{ $view.image }}
+      imagePullPolicy: {{ $view.imagePullPolicy }}
+      command:
+        - /bin/sh
+        - -c
+        - |
+          m={{ $view.mountPath }}
+          trap 'exit 0' TERM INT
+          status() { printf '%s' "$2" > "$m/$1.tmp" && mv "$m/$1.tmp" "$m/$1"; }
+          if ! { mkfifo -m 0666 "$m/.alive" 2>/dev/null || [ -p "$m/.alive" ]; }; then
+            status .failed "the view image {{ $view.image }} has no mkfifo (coreutils or busybox): use flux.view.mode=image, or a view image with a shell and coreutils"
+            exit 1
+          fi
+          # Any step that fails stops the copy (&&: set -e does not hold inside an if).
+          if out=$( {
+            view=$(readlink -f /opt/view) &&
+            mkdir -p "$m/view" "$m/software" &&
+            {{- if $view.softwarePath }}
+            cp -a "$view/." "$m/view/" &&
+            if [ -d {{ $view.softwarePath }} ]; then cp -a {{ $view.softwarePath }}/. "$m/software/"; fi
+            {{- else }}
+            cp -a "$view/." "$m/view/"
+            {{- end }}
+          } 2>&1 ); then
+            status .ready ""
+          else
+            status .failed "copying Flux out of the view image {{ $view.image }} failed: $out"
+          fi
+          cat "$m/.alive" > /dev/null &
+          wait $!
+      terminationMessagePolicy: FallbackToLogsOnError
+      {{- with .Values.securityContext }}
+      securityContext:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      volumeMounts:
+        - name: flux-view
+          mountPath: {{ $view.mountPath }}
+    {{- end }}
+    # The keys the keygen Job writes while the pods start; a worker also waits until the
+    # Service lists its parent broker, so that its first DNS lookup of it finds it.
+    - name: keys
+      image: {{ include "minicluster.image" (dict "root" . "repository" .Values.keygen.image.repository "tag" (.Values.keygen.image.tag | default .Chart.AppVersion)) }}
+      imagePullPolicy: {{ .Values.keygen.image.pullPolicy }}
+      args:
+        - kube
+        - fetch
+        - --beside-broker
+        - --namespace=$(POD_NAMESPACE)
+        - --out=/minicluster/keys
+        {{- if .Values.curve.existingSecret }}
+        - --curve-name={{ .Values.curve.existingSecret }}
+        {{- else }}
+        - --curve-name={{ include "minicluster.curveName" . }}
+        - --storage={{ .Values.curve.storage }}
+        {{- end }}
+        {{- if .Values.munge.enabled }}
+        - --munge-name={{ include "minicluster.mungeName" . }}
+        {{- end }}
+        - --wait-parent
+        - --hosts-file=/minicluster/config/hosts
+        - --topology={{ .Values.flux.topology }}
+      env:
+        - name: POD_NAMESPACE
+          valueFrom:
+            fieldRef:
+              fieldPath: metadata.namespace
+      securityContext:
+        {{- include "minicluster.restrictedPodSecurity" . | nindent 8 }}
+        {{- include "minicluster.restrictedContainerSecurity" . | nindent 8 }}
+      terminationMessagePolicy: FallbackToLogsOnError
+      volumeMounts:
+        - name: keys
+          mountPath: /minicluster/keys
+        - name: broker-config
+          mountPath: /minicluster/config
+          readOnly: true
+        - name: api-token
+          mountPath: /var/run/secrets/kubernetes.io/serviceaccount
+          readOnly: true
   volumes:
     - name: scripts
       configMap:

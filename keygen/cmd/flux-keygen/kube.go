@@ -118,12 +118,19 @@ func newClient(kubeconfig string) (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(cfg)
 }
 
-const fetchLong = `fetch is what the init container of every broker pod runs: it waits until the keygen Job
+const fetchLong = `fetch is what the keys container of every broker pod runs: it waits until the keygen Job
 has put a valid certificate into the object --curve-name (and with --munge-name a munge key
 into that Secret), writes curve.cert and munge.key to --out, and exits. With --wait-service
 and --wait-host it then waits until an EndpointSlice of that Service lists the host (the
 broker's parent) with an address, so that the broker's first DNS lookup finds it: cluster
 DNS caches a "no such name" answer for seconds, which would stall the broker's connect.
+
+With --beside-broker it runs in a container beside the broker's, which starts at the same
+time (an init container would hold the broker back until the kubelet's next 1 s relist): it
+makes the FIFO --out/.alive, then writes --out/.ready when the keys are there and the parent
+is listed, or the error to --out/.invalid (an invalid key object: the broker cannot start) or
+--out/.failed (anything else). The broker's entrypoint holds .alive open while its container
+lives; when it is closed (EOF), or at SIGTERM, fetch exits, so the pod can complete.
 
 It reads only the named objects (get, list and watch with a metadata.name field selector) and
 the Service's EndpointSlices; it never writes to the API server.`
@@ -132,26 +139,35 @@ func newFetchCmd(e env) *cobra.Command {
 	var o kube.FetchOptions
 	var api apiFlags
 	var hostsFile, topology string
-	var waitParent bool
+	var waitParent, beside bool
 	cmd := &cobra.Command{
-		Use:   "fetch --out DIR [--curve-name N --storage Secret|ConfigMap] [--munge-name M] [--wait-parent --hosts-file F --topology T]",
+		Use:   "fetch --out DIR [--curve-name N --storage Secret|ConfigMap] [--munge-name M] [--wait-parent --hosts-file F --topology T] [--beside-broker]",
 		Short: "Wait for the release's keys (and the parent broker's endpoint) and write the keys to a directory",
 		Long:  fetchLong,
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			api.defaults(e, &o.Namespace)
-			if waitParent {
-				var err error
-				if o.Service, o.Host, err = parentOf(e, hostsFile, topology); err != nil {
-					return err
+			fetch := func() error {
+				api.defaults(e, &o.Namespace)
+				if waitParent {
+					var err error
+					if o.Service, o.Host, err = parentOf(e, hostsFile, topology); err != nil {
+						return err
+					}
 				}
+				if o.Host == "" && o.CurveName == "" && o.MungeName == "" {
+					return nil // the lead with the user's own certificate: nothing to wait for
+				}
+				return api.run(cmd, e, o.Validate, func(ctx context.Context, client kubernetes.Interface) error {
+					return kube.Fetch(ctx, client, o, e.stdout)
+				})
 			}
-			if o.Host == "" && o.CurveName == "" && o.MungeName == "" {
-				return nil // the lead with the user's own certificate: nothing to wait for
+			if !beside {
+				return fetch()
 			}
-			return api.run(cmd, e, o.Validate, func(ctx context.Context, client kubernetes.Interface) error {
-				return kube.Fetch(ctx, client, o, e.stdout)
-			})
+			if o.Out == "" {
+				return usageError{errors.New("--beside-broker needs --out, the volume it shares with the broker")}
+			}
+			return fetchBeside(o.Out, fetch, e.signals(), e.stderr)
 		},
 	}
 	f := cmd.Flags()
@@ -163,6 +179,7 @@ func newFetchCmd(e env) *cobra.Command {
 	f.BoolVar(&waitParent, "wait-parent", false, "wait until the headless Service lists this pod's parent broker (index from $JOB_COMPLETION_INDEX)")
 	f.StringVar(&hostsFile, "hosts-file", "/minicluster/config/hosts", "file with the RFC 29 host list of all brokers (the broker ConfigMap's hosts)")
 	f.StringVar(&topology, "topology", "", "the brokers' tbon.topo (empty = flux's default for broker.toml boot)")
+	f.BoolVar(&beside, "beside-broker", false, "run beside the broker's container: report through files in --out and exit when the broker's container ends")
 	return cmd
 }
 

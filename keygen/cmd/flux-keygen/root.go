@@ -36,10 +36,11 @@ type env struct {
 	now            func() time.Time
 	newClient      func(kubeconfig string) (kubernetes.Interface, error)
 	etcHosts       string // the pod's /etc/hosts, where its FQDN is
+	signals        func() <-chan os.Signal
 }
 
 func defaultEnv() env {
-	return env{getenv: os.Getenv, hostname: os.Hostname, now: time.Now, newClient: newClient, etcHosts: "/etc/hosts"}
+	return env{getenv: os.Getenv, hostname: os.Hostname, now: time.Now, newClient: newClient, etcHosts: "/etc/hosts", signals: stopSignals}
 }
 
 // usageError marks errors in how the command was called (exit 2).

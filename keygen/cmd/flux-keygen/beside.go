@@ -1,0 +1,106 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/minicluster/minicluster/keygen/kube"
+)
+
+// Files a fetch --beside-broker keeps in --out for the broker's entrypoint. The broker's
+// container starts at the same time as this one (an init container would delay it by up to a
+// second: the kubelet notices that an init container ended only at its next 1 s relist), so
+// the two meet in the pod's shared keys volume.
+const (
+	// besideAlive is a FIFO the entrypoint holds open for as long as its container lives; its
+	// end (EOF here) is this container's cue to end too, so the pod can complete.
+	besideAlive = ".alive"
+	// besideReady: the keys are written and the parent broker is listed; start the broker.
+	besideReady = ".ready"
+	// besideInvalid holds the error about a key object that is not a valid key: the broker
+	// cannot start (the entrypoint exits with the chart's cannot-start code, which fails the Job).
+	besideInvalid = ".invalid"
+	// besideFailed holds any other error (a timeout, an API error): the pod fails and the Job
+	// may start another.
+	besideFailed = ".failed"
+)
+
+// fetchBeside runs fetch beside the broker's container: it reports the outcome through files
+// in dir, then waits until the broker's container has ended (or SIGTERM) and returns fetch's
+// error. stop delivers SIGTERM and SIGINT; a test passes its own.
+func fetchBeside(dir string, fetch func() error, stop <-chan os.Signal, log io.Writer) error {
+	alive := filepath.Join(dir, besideAlive)
+	if err := makeFIFO(alive); err != nil {
+		return err
+	}
+	err := fetch()
+	status, text := besideReady, ""
+	var invalid kube.InvalidKeyError
+	switch {
+	case errors.As(err, &invalid):
+		status, text = besideInvalid, err.Error()+"\n"
+	case err != nil:
+		status, text = besideFailed, err.Error()+"\n"
+	}
+	if werr := writeStatus(dir, status, text); werr != nil {
+		return errors.Join(err, werr)
+	}
+	if err != nil {
+		fmt.Fprintf(log, "flux-keygen: %v (told the broker's entrypoint through %s)\n", err, filepath.Join(dir, status))
+	}
+	waitClosed(alive, stop)
+	return err
+}
+
+// makeFIFO makes path a FIFO that any user of the pod may open (the broker may run as any
+// user); an existing FIFO is kept.
+func makeFIFO(path string) error {
+	if err := syscall.Mkfifo(path, 0o666); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("making the FIFO %s: %w", path, err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		return fmt.Errorf("%s exists and is not a FIFO", path)
+	}
+	// The umask took bits off: set them again.
+	return os.Chmod(path, 0o666)
+}
+
+// writeStatus writes name through a rename, so that the entrypoint never reads half of it.
+func writeStatus(dir, name, text string) error {
+	tmp := filepath.Join(dir, name+".tmp")
+	if err := os.WriteFile(tmp, []byte(text), 0o444); err != nil {
+		return fmt.Errorf("writing %s: %w", tmp, err)
+	}
+	return os.Rename(tmp, filepath.Join(dir, name))
+}
+
+// waitClosed returns once every writer of the FIFO has closed it (after at least one opened
+// it), or at a signal from stop.
+func waitClosed(fifo string, stop <-chan os.Signal) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f, err := os.Open(fifo) // blocks until the entrypoint holds it
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		_, _ = io.Copy(io.Discard, f) // EOF: no writer is left
+	}()
+	select {
+	case <-done:
+	case <-stop:
+	}
+}
+
+// stopSignals delivers SIGTERM and SIGINT: the kubelet stops this container with the pod.
+func stopSignals() <-chan os.Signal {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGTERM, syscall.SIGINT)
+	return c
+}
