@@ -170,9 +170,9 @@ func TestViewImageVolume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range job.Spec.Template.Spec.InitContainers {
-		if c.Name != "keys" {
-			t.Errorf("init container %s: the view image mode copies nothing", c.Name)
+	for _, c := range append(job.Spec.Template.Spec.InitContainers, job.Spec.Template.Spec.Containers...) {
+		if c.Name != "flux" && c.Name != "keys" {
+			t.Errorf("container %s: the view image mode copies nothing", c.Name)
 		}
 	}
 	pods := checkInteractive(t, r, 3, 16)

@@ -528,6 +528,7 @@ func TestEntrypointWaitsForItsHelpers(t *testing.T) {
 		}
 		status, out := wait()
 		assert.Equal(t, 0, status, out)
+		assert.FileExists(t, helpers[0]+"/.ended", "the entrypoint tells the helpers (in the keys volume) that it ended")
 		for range helpers {
 			select {
 			case <-ended:
@@ -553,6 +554,7 @@ func TestEntrypointWaitsForItsHelpers(t *testing.T) {
 			assert.Equal(t, tc.status, status, out)
 			assert.Contains(t, out, "minicluster[2]: error: "+tc.text)
 			assert.Empty(t, p.calls(t), "flux must not run")
+			assert.FileExists(t, keys+"/.ended", "the entrypoint tells the helpers that it ended")
 		})
 	}
 }

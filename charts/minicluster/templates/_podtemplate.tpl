@@ -139,9 +139,9 @@ spec:
         - name: broker-config
           mountPath: /minicluster/config
           readOnly: true
+        # Writable: the entrypoint leaves .ended here for the helpers as it exits.
         - name: keys
           mountPath: /minicluster/keys
-          readOnly: true
         - name: curve-installed
           mountPath: /etc/curve
         - name: run
@@ -185,6 +185,9 @@ spec:
             status .failed "the view image {{ $view.image }} has no mkfifo (coreutils or busybox): use flux.view.mode=image, or a view image with a shell and coreutils"
             exit 1
           fi
+          # Held from now on: the entrypoint opens it as soon as it exists.
+          cat "$m/.alive" > /dev/null &
+          held=$!
           # Any step that fails stops the copy (&&: set -e does not hold inside an if).
           if out=$( {
             view=$(readlink -f /opt/view) &&
@@ -200,8 +203,13 @@ spec:
           else
             status .failed "copying Flux out of the view image {{ $view.image }} failed: $out"
           fi
-          cat "$m/.alive" > /dev/null &
-          wait $!
+          # Until the broker's container ends: EOF on the FIFO, or the .ended its entrypoint
+          # writes in the keys volume as it exits (for a FIFO it held and let go before the cat
+          # above could open it).
+          while kill -0 "$held" 2>/dev/null && [ ! -e /minicluster/keys/.ended ]; do
+            sleep 0.1 &
+            wait $!
+          done
       terminationMessagePolicy: FallbackToLogsOnError
       {{- with .Values.securityContext }}
       securityContext:
@@ -210,6 +218,10 @@ spec:
       volumeMounts:
         - name: flux-view
           mountPath: {{ $view.mountPath }}
+        # Only for the entrypoint's .ended.
+        - name: keys
+          mountPath: /minicluster/keys
+          readOnly: true
     {{- end }}
     # The keys the keygen Job writes while the pods start; a worker also waits until the
     # Service lists its parent broker, so that its first DNS lookup of it finds it.

@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/minicluster/minicluster/keygen/kube"
 )
@@ -20,6 +21,10 @@ const (
 	// besideAlive is a FIFO the entrypoint holds open for as long as its container lives; its
 	// end (EOF here) is this container's cue to end too, so the pod can complete.
 	besideAlive = ".alive"
+	// besideEnded is written by the entrypoint as it exits. It covers an entrypoint that ended
+	// before this side's open of the FIFO returned (that open would then wait for ever); the
+	// FIFO covers an entrypoint killed before it could write anything.
+	besideEnded = ".ended"
 	// besideReady: the keys are written and the parent broker is listed; start the broker.
 	besideReady = ".ready"
 	// besideInvalid holds the error about a key object that is not a valid key: the broker
@@ -38,6 +43,8 @@ func fetchBeside(dir string, fetch func() error, stop <-chan os.Signal, log io.W
 	if err := makeFIFO(alive); err != nil {
 		return err
 	}
+	// Open the FIFO now, so that it is held from the entrypoint's first moments on.
+	closed := readToEOF(alive)
 	err := fetch()
 	status, text := besideReady, ""
 	var invalid kube.InvalidKeyError
@@ -53,7 +60,7 @@ func fetchBeside(dir string, fetch func() error, stop <-chan os.Signal, log io.W
 	if err != nil {
 		fmt.Fprintf(log, "flux-keygen: %v (told the broker's entrypoint through %s)\n", err, filepath.Join(dir, status))
 	}
-	waitClosed(alive, stop)
+	waitEnded(closed, filepath.Join(dir, besideEnded), stop)
 	return err
 }
 
@@ -79,22 +86,38 @@ func writeStatus(dir, name, text string) error {
 	return os.Rename(tmp, filepath.Join(dir, name))
 }
 
-// waitClosed returns once every writer of the FIFO has closed it (after at least one opened
-// it), or at a signal from stop.
-func waitClosed(fifo string, stop <-chan os.Signal) {
+// readToEOF opens the FIFO for reading (blocking until the entrypoint holds it) and reads it
+// until no writer is left; the channel is closed then.
+func readToEOF(fifo string) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		f, err := os.Open(fifo) // blocks until the entrypoint holds it
+		f, err := os.Open(fifo)
 		if err != nil {
 			return
 		}
 		defer f.Close()
 		_, _ = io.Copy(io.Discard, f) // EOF: no writer is left
 	}()
-	select {
-	case <-done:
-	case <-stop:
+	return done
+}
+
+// waitEnded returns once the broker's container has ended (closed reports EOF on the FIFO, or
+// the entrypoint wrote the file ended), or at a signal from stop.
+func waitEnded(closed <-chan struct{}, ended string, stop <-chan os.Signal) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-closed:
+			return
+		case <-stop:
+			return
+		case <-tick.C:
+			if _, err := os.Stat(ended); err == nil {
+				return
+			}
+		}
 	}
 }
 

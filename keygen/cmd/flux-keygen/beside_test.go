@@ -120,6 +120,18 @@ func TestFetchBesideBroker(t *testing.T) {
 		t.Fatalf("after SIGTERM: ended %v, %+v; want exit 0", ok, res)
 	}
 
+	// An entrypoint that ended before fetch held the FIFO (it never opens it here) leaves
+	// .ended: fetch ends too, without waiting for ever on the FIFO.
+	r = startBeside(t, client, "--curve-name=r1-curve")
+	r.await(t, besideReady)
+	if res, ok := r.ended(t, 300*time.Millisecond); ok {
+		t.Fatalf("fetch ended before the broker's container: %+v", res)
+	}
+	must(t, os.WriteFile(filepath.Join(r.dir, besideEnded), nil, 0o644))
+	if res, ok := r.ended(t, 5*time.Second); !ok || res.code != exitOK {
+		t.Fatalf("after .ended: ended %v, %+v; want exit 0", ok, res)
+	}
+
 	// An invalid key: .invalid names the object, nothing is ready, exit 78 after the broker ended.
 	s, err := client.CoreV1().Secrets("ns1").Get(context.Background(), "r1-curve", metav1.GetOptions{})
 	must(t, err)
