@@ -280,7 +280,7 @@ spec:
         medium: Memory
     - name: run
       emptyDir: {}
-    # The init step's API token, mounted into it alone.
+    # The keys container's API token, mounted into it alone.
     - name: api-token
       projected:
         sources:
