@@ -170,11 +170,20 @@ func look(ctx context.Context, client kubernetes.Interface, ns, release string) 
 	return false, state, nil
 }
 
+// pullQPSExceeded is the kubelet's message for a pull it throttled.
+const pullQPSExceeded = "pull QPS exceeded"
+
 func pullFailure(p corev1.Pod) error {
 	statuses := append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...)
 	for _, s := range statuses {
 		w := s.State.Waiting
 		if w == nil {
+			continue
+		}
+		// The kubelet's own pull rate limit (registryPullQPS, 5 a second by default) says
+		// nothing about the image: it pulls again after a back-off. Many containers pulled at
+		// once with imagePullPolicy Always (three a broker pod) reach it.
+		if slices.Contains(pullReasons, w.Reason) && strings.Contains(w.Message, pullQPSExceeded) {
 			continue
 		}
 		if slices.Contains(pullReasons, w.Reason) {

@@ -116,6 +116,21 @@ func TestWaitReportsImageVolumeFailures(t *testing.T) {
 	}
 }
 
+// The kubelet's own pull rate limit is no failure of the image: wait on (here until the
+// timeout, with the throttled pull named as what is pending).
+func TestWaitIgnoresThrottledPulls(t *testing.T) {
+	for _, w := range []corev1.ContainerStateWaiting{
+		{Reason: "ErrImagePull", Message: "pull QPS exceeded"},
+		{Reason: "ImagePullBackOff", Message: `Back-off pulling image "reg.example/minicluster/flux-keygen:0.1.0": ErrImagePull: pull QPS exceeded`},
+	} {
+		_, err := runWait(t, 100*time.Millisecond, brokerJob(2), brokerPod(0, true, nil), brokerPod(1, false, &w))
+		var pe PullError
+		if errors.As(err, &pe) || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "mc-1 (Pending: container keys "+w.Reason+")") {
+			t.Errorf("%s %q: want a wait until the timeout, got %v", w.Reason, w.Message, err)
+		}
+	}
+}
+
 func TestWaitUpCompleteFailedAndTimeout(t *testing.T) {
 	log, err := runWait(t, 5*time.Second, brokerJob(2), brokerPod(0, true, nil), brokerPod(1, true, nil))
 	if err != nil || !strings.Contains(log, "2 of 2 broker pods ready") {

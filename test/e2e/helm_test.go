@@ -49,10 +49,16 @@ func (r *release) run(args ...string) (string, error) {
 	return out.String(), err
 }
 
+// indent indents s for a test log, keeping its first and last 2,000 bytes.
 func indent(s string) string {
 	if len(s) > 4000 {
 		s = s[:2000] + "\n[...]\n" + s[len(s)-2000:]
 	}
+	return indentAll(s)
+}
+
+// indentAll indents all of s: for output whose middle says why something failed.
+func indentAll(s string) string {
 	return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ")
 }
 

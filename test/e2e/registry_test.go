@@ -111,7 +111,11 @@ func releaseHead(t *testing.T) {
 		"HELM="+helm3, "HELM4="+helm4, "RELEASE_DIR="+t.TempDir(), "E2E_RELEASE_REGISTRY=", "E2E_RELEASE_VERSION=")
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
-	t.Logf("ci/release.sh VERSION=%s REGISTRY=%s (%.1fs): %v\n%s", version, registry, time.Since(start).Seconds(), err, indent(string(out)))
+	shown := indent
+	if err != nil {
+		shown = indentAll // the failure of its end-to-end step is in the middle
+	}
+	t.Logf("ci/release.sh VERSION=%s REGISTRY=%s (%.1fs): %v\n%s", version, registry, time.Since(start).Seconds(), err, shown(string(out)))
 	if err != nil {
 		t.Fatalf("ci/release.sh: %v", err)
 	}
