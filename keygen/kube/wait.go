@@ -180,13 +180,13 @@ func pullFailure(p corev1.Pod) error {
 		if w == nil {
 			continue
 		}
-		// The kubelet's own pull rate limit (registryPullQPS, 5 a second by default) says
-		// nothing about the image: it pulls again after a back-off. Many containers pulled at
-		// once with imagePullPolicy Always (three a broker pod) reach it.
-		if slices.Contains(pullReasons, w.Reason) && strings.Contains(w.Message, pullQPSExceeded) {
-			continue
-		}
 		if slices.Contains(pullReasons, w.Reason) {
+			// The kubelet's own pull rate limit (registryPullQPS, 5 a second by default) says
+			// nothing about the image: it pulls again after a back-off. Many containers pulled
+			// at once with imagePullPolicy Always (three a broker pod) reach it.
+			if strings.Contains(w.Message, pullQPSExceeded) {
+				continue
+			}
 			e := PullError{Pod: p.Name, Container: s.Name, Image: s.Image, Reason: w.Reason, Message: w.Message}
 			if volume, ref := imageVolume(p, w.Message); volume != "" {
 				e.Volume, e.Image = volume, ref
