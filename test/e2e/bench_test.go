@@ -12,6 +12,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
@@ -24,7 +25,11 @@ import (
 //     ephemeral install of `flux run -N 6 hostname` to the lead pod Succeeded; interactive
 //     install to Flux counting 6 brokers online (the lead's "quorum-full" line); helm upgrade
 //     2 -> 4 to both new brokers online (their "rc1-success" line: they joined broker.online);
-//     helm uninstall of the running instance to nothing left.
+//     helm uninstall of the running instance to nothing left, next to the uninstall floor (the
+//     bare Job deleted as Helm deletes one, its pods ending on SIGTERM, until they are gone).
+// Each step starts once the namespace of the one before is gone, pods and volumes with it: a
+// step measures the MiniCluster, not the clean-up of the step before (six views deleted at once
+// slowed the next step's copy by seconds on this node's disk).
 // Log times are the container runtime's timestamps, pod phases come from a watch.
 
 const benchSize = 6
@@ -80,12 +85,13 @@ func BenchmarkMiniCluster(b *testing.B) {
 		}
 		return []string{"--set", values}
 	}
-	var ephemeral, interactive, helmReturned, resize, uninstall, brokersStopped, floor time.Duration
+	var ephemeral, interactive, helmReturned, resize, uninstall, brokersStopped, floor, floorUninstall time.Duration
 	// Untimed: the first install pulls the images; the timings are of installs that find them.
 	warm := newRelease(b, newNamespace(b, "bench-warm"), "flux-sample", benchHelm)
 	warm.install(append(set("size=2"), "--set-string", "command=flux run -N 2 true")...)
 	waitJobComplete(b, warm, 5*time.Minute)
 	warm.uninstall()
+	deleteNamespace(b, warm.ns)
 	for b.Loop() {
 		// The floor in the same run, next to what sits on it.
 		ns := newNamespace(b, "floor")
@@ -93,6 +99,18 @@ func BenchmarkMiniCluster(b *testing.B) {
 		createFloor(b, ns, "floor", benchSize)
 		eventuallyFast(b, 3*time.Minute, "floor", func() (bool, string) { return floorReady(ns, "floor", benchSize) })
 		floor += time.Since(start)
+		// The uninstall floor: the bare Job deleted as Helm deletes one, until its pods are gone.
+		start = time.Now()
+		if err := kube.BatchV1().Jobs(ns).Delete(context.Background(), "floor", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
+			b.Fatal(err)
+		}
+		eventuallyFast(b, 2*time.Minute, "floor pods gone", func() (bool, string) {
+			pods, err := kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "job-name=floor"})
+			return err == nil && len(pods.Items) == 0, fmt.Sprintf("%v", err)
+		})
+		floorUninstall += time.Since(start)
+		// Each step starts on a quiet node: what the one before left (pods, their volumes) is gone.
+		deleteNamespace(b, ns)
 
 		ns = newNamespace(b, "bench-eph")
 		r := newRelease(b, ns, "flux-sample", benchHelm)
@@ -107,6 +125,7 @@ func BenchmarkMiniCluster(b *testing.B) {
 			return pods[0].Status.Phase == corev1.PodSucceeded, "lead " + string(pods[0].Status.Phase)
 		})
 		ephemeral += time.Since(start)
+		deleteNamespace(b, ns)
 
 		ns = newNamespace(b, "bench")
 		r = newRelease(b, ns, "flux-sample", benchHelm)
@@ -146,8 +165,10 @@ func BenchmarkMiniCluster(b *testing.B) {
 		// Each run, not only the mean: an uninstall that lingers shows what was left.
 		fmt.Printf("%s: uninstall: broker pods gone after %v, nothing left after %v; left after 2 s: %v\n",
 			b.Name(), brokersGone.Round(time.Millisecond), time.Since(start).Round(time.Millisecond), at2s)
+		deleteNamespace(b, ns)
 	}
 	report(b, "s/floor", floor)
+	report(b, "s/floor-uninstall", floorUninstall)
 	report(b, "s/ephemeral-install-to-lead-succeeded", ephemeral)
 	report(b, "s/helm-install-returned", helmReturned)
 	report(b, "s/interactive-install-to-all-up", interactive)
@@ -223,7 +244,8 @@ func createFloor(b *testing.B, ns, name string, size int) {
 				TerminationGracePeriodSeconds: ptr.To(int64(1)),
 				Containers: []corev1.Container{{
 					Name: "floor", Image: testsImage, ImagePullPolicy: corev1.PullIfNotPresent,
-					Command: []string{"/bin/sleep", "3600"},
+					// Ends on SIGTERM, as a broker does: the uninstall floor.
+					Command: []string{"/bin/sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"},
 				}},
 			}},
 		},
@@ -231,4 +253,16 @@ func createFloor(b *testing.B, ns, name string, size int) {
 	if _, err := kube.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// deleteNamespace deletes ns and waits until it is gone, with everything in it.
+func deleteNamespace(b testing.TB, ns string) {
+	b.Helper()
+	if err := kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		b.Fatal(err)
+	}
+	eventually(b, 3*time.Minute, "namespace "+ns+" gone", func() (bool, string) {
+		_, err := kube.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("%v", err)
+	})
 }

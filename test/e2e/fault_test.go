@@ -67,6 +67,70 @@ func TestLeadPodDeletedEphemeral(t *testing.T) {
 	checkLeadPrintedHostnames(t, r, 3)
 }
 
+// SIGTERM to a lead with a running job (what the kubelet sends on uninstall or a deleted lead):
+// with flux.cleanupTimeout=0s, the default, Flux cuts its clean-up short and the broker ends at
+// once; with none it stops the queue, cancels the job and waits for it, as Flux does by itself.
+func TestLeadCleanupOnSIGTERM(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		timeout string
+		want    []string // in the lead's log, in this order
+		notWant string
+	}{
+		{"0s", []string{"SIGTERM: stopping the broker", "cleanup-fail: cleanup->shutdown", "rc3-success"}, "flux cancel"},
+		{"none", []string{"SIGTERM: stopping the broker", "flux cancel --user=all", "cleanup-success: cleanup->shutdown", "rc3-success"}, "cleanup-fail"},
+	} {
+		t.Run(tc.timeout, func(t *testing.T) {
+			t.Parallel()
+			ns := newNamespace(t, "cleanup")
+			r := newRelease(t, ns, "flux-sample", helm4)
+			r.install("--set", "size=2,interactive=true,flux.cleanupTimeout="+tc.timeout)
+			lead := waitFluxUp(t, ns, r.name, 2, 16, wiringTimeout)[0]
+			if out, stderr, err := fluxIn(ns, lead.Name, "getattr", "broker.cleanup-timeout"); err != nil || strings.TrimSpace(out) != tc.timeout {
+				t.Errorf("flux getattr broker.cleanup-timeout = %q (%v %s), want %s", out, err, stderr, tc.timeout)
+			}
+			if _, stderr, err := fluxIn(ns, lead.Name, "submit", "-N", "2", "sleep", "300"); err != nil {
+				t.Fatalf("flux submit: %v %s", err, stderr)
+			}
+			eventually(t, time.Minute, "the job running", func() (bool, string) {
+				out, _, err := fluxIn(ns, lead.Name, "jobs", "--no-header", "--filter=running", "--format={id}")
+				return err == nil && strings.TrimSpace(out) != "", out
+			})
+			// The entrypoint is the container's process 1, which the kubelet signals.
+			if _, stderr, err := execIn(ns, lead.Name, "flux", "/bin/sh", "-c", "kill -TERM 1"); err != nil {
+				t.Fatalf("kill -TERM 1: %v %s", err, stderr)
+			}
+			eventually(t, 2*time.Minute, "the lead's broker container ended", func() (bool, string) {
+				p, err := kube.CoreV1().Pods(ns).Get(context.Background(), lead.Name, metav1.GetOptions{})
+				if err != nil {
+					return false, err.Error()
+				}
+				for _, c := range p.Status.ContainerStatuses {
+					if c.Name == "flux" && c.State.Terminated != nil {
+						return true, ""
+					}
+				}
+				return false, containerStates(*p)
+			})
+			log, err := podLogs(ns, lead.Name, "flux", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rest := log
+			for _, w := range tc.want {
+				_, after, found := strings.Cut(rest, w)
+				if !found {
+					t.Fatalf("the lead's log has no %q after the ones before it:\n%s", w, log)
+				}
+				rest = after
+			}
+			if strings.Contains(log, tc.notWant) {
+				t.Errorf("the lead's log has %q:\n%s", tc.notWant, log)
+			}
+		})
+	}
+}
+
 // A broker that can never start (here: an invalid certificate the user brought) fails the Job
 // at once with the reason, instead of retrying forever.
 func TestInvalidCertificateFailsTheJob(t *testing.T) {

@@ -6,18 +6,22 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
 )
@@ -306,74 +310,84 @@ func checkDNS(t testing.TB, ns, release string, pods map[int]corev1.Pod) {
 // names the chart and its hook use, and Helm's release records.
 func leftovers(ns, release string) ([]string, error) {
 	ctx := context.Background()
+	all := metav1.ListOptions{}
+	c, rbac := kube.CoreV1(), kube.RbacV1()
+	// Every kind at once: a timing's poll is as short as one list.
+	lists := []func() ([]metav1.Object, string, error){
+		func() ([]metav1.Object, string, error) {
+			l, err := kube.BatchV1().Jobs(ns).List(ctx, all)
+			return objects(l, err), "Job", err
+		},
+		func() ([]metav1.Object, string, error) {
+			l, err := c.Pods(ns).List(ctx, all)
+			return objects(l, err), "Pod", err
+		},
+		func() ([]metav1.Object, string, error) {
+			l, err := c.Services(ns).List(ctx, all)
+			return objects(l, err), "Service", err
+		},
+		func() ([]metav1.Object, string, error) {
+			l, err := c.ConfigMaps(ns).List(ctx, all)
+			return objects(l, err), "ConfigMap", err
+		},
+		func() ([]metav1.Object, string, error) {
+			l, err := c.Secrets(ns).List(ctx, all)
+			return objects(l, err), "Secret", err
+		},
+		func() ([]metav1.Object, string, error) {
+			l, err := c.ServiceAccounts(ns).List(ctx, all)
+			return objects(l, err), "ServiceAccount", err
+		},
+		func() ([]metav1.Object, string, error) {
+			l, err := rbac.Roles(ns).List(ctx, all)
+			return objects(l, err), "Role", err
+		},
+		func() ([]metav1.Object, string, error) {
+			l, err := rbac.RoleBindings(ns).List(ctx, all)
+			return objects(l, err), "RoleBinding", err
+		},
+	}
+	found := make([][]string, len(lists))
+	errs := make([]error, len(lists))
 	names := []string{release, release + "-keygen", release + "-broker", release + "-entrypoint", release + "-curve", release + "-munge", release + "-test-wiring"}
-	var left []string
-	add := func(kind, name string, labels map[string]string) {
-		if labels["app.kubernetes.io/instance"] == release || slices.Contains(names, name) ||
-			labels["job-name"] == release || labels["job-name"] == release+"-keygen" ||
-			(labels["owner"] == "helm" && labels["name"] == release) {
-			left = append(left, kind+"/"+name)
+	var wg sync.WaitGroup
+	for i, list := range lists {
+		wg.Go(func() {
+			objs, kind, err := list()
+			errs[i] = err
+			for _, o := range objs {
+				labels := o.GetLabels()
+				if labels["app.kubernetes.io/instance"] == release || slices.Contains(names, o.GetName()) ||
+					labels["job-name"] == release || labels["job-name"] == release+"-keygen" ||
+					(labels["owner"] == "helm" && labels["name"] == release) {
+					found[i] = append(found[i], kind+"/"+o.GetName())
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return slices.Concat(found...), nil
+}
+
+// objects are the items of a List result (none when the list failed).
+func objects(list runtime.Object, err error) []metav1.Object {
+	if err != nil {
+		return nil
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil
+	}
+	objs := make([]metav1.Object, 0, len(items))
+	for _, item := range items {
+		if o, ok := item.(metav1.Object); ok {
+			objs = append(objs, o)
 		}
 	}
-	all := metav1.ListOptions{}
-	c := kube.CoreV1()
-	jobs, err := kube.BatchV1().Jobs(ns).List(ctx, all)
-	if err != nil {
-		return nil, err
-	}
-	for _, o := range jobs.Items {
-		add("Job", o.Name, o.Labels)
-	}
-	pods, err := c.Pods(ns).List(ctx, all)
-	if err != nil {
-		return nil, err
-	}
-	for _, o := range pods.Items {
-		add("Pod", o.Name, o.Labels)
-	}
-	svcs, err := c.Services(ns).List(ctx, all)
-	if err != nil {
-		return nil, err
-	}
-	for _, o := range svcs.Items {
-		add("Service", o.Name, o.Labels)
-	}
-	cms, err := c.ConfigMaps(ns).List(ctx, all)
-	if err != nil {
-		return nil, err
-	}
-	for _, o := range cms.Items {
-		add("ConfigMap", o.Name, o.Labels)
-	}
-	secrets, err := c.Secrets(ns).List(ctx, all)
-	if err != nil {
-		return nil, err
-	}
-	for _, o := range secrets.Items {
-		add("Secret", o.Name, o.Labels)
-	}
-	sas, err := c.ServiceAccounts(ns).List(ctx, all)
-	if err != nil {
-		return nil, err
-	}
-	for _, o := range sas.Items {
-		add("ServiceAccount", o.Name, o.Labels)
-	}
-	roles, err := kube.RbacV1().Roles(ns).List(ctx, all)
-	if err != nil {
-		return nil, err
-	}
-	for _, o := range roles.Items {
-		add("Role", o.Name, o.Labels)
-	}
-	rbs, err := kube.RbacV1().RoleBindings(ns).List(ctx, all)
-	if err != nil {
-		return nil, err
-	}
-	for _, o := range rbs.Items {
-		add("RoleBinding", o.Name, o.Labels)
-	}
-	return left, nil
+	return objs
 }
 
 // waitNothingLeft waits until nothing of the release remains in ns.

@@ -281,6 +281,7 @@ func TestEntrypointInteractiveLead(t *testing.T) {
 		"-Slocal-uri=local://" + p.root + "/minicluster/run/flux/local",
 		"-Sbroker.quorum=4",
 		"-Stbon.connect_timeout=5s",
+		"-Sbroker.cleanup-timeout=0s",
 		"-Slog-stderr-level=6",
 		"-Slog-stderr-mode=local",
 		"-Sbroker.rc2_none=1"}, runs[0])

@@ -32,6 +32,7 @@ func TestBadValuesAreRejected(t *testing.T) {
 		{"port too large", helmtest.Options{Set: []string{"flux.port=70000"}}, []string{"/flux/port", "maximum: got 70,000, want 65,535"}},
 		{"port zero", helmtest.Options{Set: []string{"flux.port=0"}}, []string{"/flux/port", "minimum"}},
 		{"wrong storage", helmtest.Options{Set: []string{"curve.storage=Vault"}}, []string{"/curve/storage", "Secret", "ConfigMap"}},
+		{"cleanup timeout not a Flux duration", helmtest.Options{Set: []string{"flux.cleanupTimeout=soon"}}, []string{"/flux/cleanupTimeout", "soon"}},
 		{"log level", helmtest.Options{Set: []string{"flux.logLevel=9"}}, []string{"/flux/logLevel", "maximum"}},
 		{"release name not a DNS label", helmtest.Options{ReleaseName: "flux.sample"},
 			[]string{`release name "flux.sample"`, "must be a DNS label", "install with another name"}},

@@ -103,6 +103,8 @@ spec:
           value: {{ int .Values.flux.logLevel | quote }}
         - name: MINICLUSTER_CONNECT_TIMEOUT
           value: {{ .Values.flux.connectTimeout | quote }}
+        - name: MINICLUSTER_CLEANUP_TIMEOUT
+          value: {{ .Values.flux.cleanupTimeout | quote }}
         - name: MINICLUSTER_TOPOLOGY
           value: {{ .Values.flux.topology | quote }}
         # One option per line: options may contain spaces.
