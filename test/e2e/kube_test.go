@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sort"
 	"strconv"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/utils/ptr"
 )
 
 const indexLabel = "batch.kubernetes.io/job-completion-index"
@@ -130,6 +132,27 @@ func podLogs(ns, pod, container string, tail int64) (string, error) {
 	}
 	data, err := kube.CoreV1().Pods(ns).GetLogs(pod, opts).DoRaw(context.Background())
 	return string(data), err
+}
+
+// followLogs streams a container's log from now on until the container ends; the returned
+// function waits for that and gives the log.
+func followLogs(t testing.TB, ns, pod, container string) func() string {
+	t.Helper()
+	stream, err := kube.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: container, Follow: true, SinceSeconds: ptr.To(int64(1))}).Stream(context.Background())
+	if err != nil {
+		t.Fatalf("follow the log of %s/%s: %v", pod, container, err)
+	}
+	var log bytes.Buffer
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer stream.Close()
+		_, _ = io.Copy(&log, stream)
+	}()
+	return func() string {
+		<-done
+		return log.String()
+	}
 }
 
 // logLine is one log line with the time the runtime recorded it.

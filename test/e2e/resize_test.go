@@ -76,3 +76,33 @@ func testResize(t *testing.T, helm string) {
 	}
 	waitFluxUp(t, ns, r.name, 3, 16, 30*time.Second) // still running as before
 }
+
+// Uninstall right after a resize: the lead, as it stops, tells the workers to stop too, and their
+// own SIGTERM reaches them while they unload their modules (rc3). Every broker must still unload
+// them: flux-core 0.88 aborts rc3 on a signal, and a broker that exits with modules loaded waits
+// 10 s for each of them, which held the pods (and the uninstall) about 11 s in most runs.
+func TestUninstallAfterResizeUnloadsEveryModule(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t, "uninstall-resized")
+	r := newRelease(t, ns, "flux-sample", helm4)
+	r.install("--set", "size=2,interactive=true")
+	up(t, r, 2, 16)
+	if _, err := r.upgrade("--set", "size=4"); err != nil {
+		t.Fatal(err)
+	}
+	pods := waitFluxUp(t, ns, r.name, 4, 16, wiringTimeout)
+	logs := make([]func() string, 4)
+	for i := range 4 {
+		logs[i] = followLogs(t, ns, pods[i].Name, "flux")
+	}
+	r.uninstallToNothing()
+	for i, log := range logs {
+		text := log()
+		if !strings.Contains(text, "SIGTERM: stopping the broker") || !strings.Contains(text, "builtins-done: unload-builtins->exit") {
+			t.Errorf("broker %d did not stop on SIGTERM and exit:\n%s", i, text)
+		}
+		if strings.Contains(text, "was not properly shut down") {
+			t.Errorf("broker %d exited with modules still loaded (its rc3 was cut short):\n%s", i, text)
+		}
+	}
+}

@@ -31,7 +31,8 @@ var podPaths = []string{"/minicluster/config", "/minicluster/run", "/minicluster
 	"/minicluster/scripts", "/etc/curve", "/etc/munge"}
 
 // fakeFlux stands in for flux. Every call's arguments go, one per line, to $fake/calls/N.
-// `flux R encode` prints a stand-in R and exits with the status in $fake/r-status (default 0).
+// `flux R encode` prints a stand-in R and exits with the status in $fake/r-status (default 0);
+// `flux config builtin rc3_path` prints flux-core's.
 // Run K of `flux broker` follows line K of $fake/broker: "STATUS [SECONDS [SLEEP]]": it moves
 // the fake clock ($fake/clock, which the script's date reads) SECONDS ahead, really sleeps SLEEP
 // seconds (SIGTERM ends that with 143, noted in $fake/signals) and exits STATUS. A run with no
@@ -44,6 +45,10 @@ mkdir -p "$fake/calls"
 : > "$fake/calls/$n"
 for arg in "$@"; do printf '%s\n' "$arg" >> "$fake/calls/$n"; done
 case $1 in
+config)
+  echo 'flux modprobe rc3'
+  exit 0
+  ;;
 R)
   echo '{"version": 1, "fake": true}'
   exit "$(cat "$fake/r-status" 2>/dev/null || echo 0)"
@@ -284,6 +289,7 @@ func TestEntrypointInteractiveLead(t *testing.T) {
 		"-Sbroker.cleanup-timeout=0s",
 		"-Slog-stderr-level=6",
 		"-Slog-stderr-mode=local",
+		"-Sbroker.rc3_path=trap '' HUP; flux modprobe rc3",
 		"-Sbroker.rc2_none=1"}, runs[0])
 	info, err := os.Stat(p.root + "/minicluster/run/flux")
 	require.NoError(t, err, "the broker's rundir")
@@ -411,7 +417,7 @@ func TestEntrypointBrokerOptionsStayWhole(t *testing.T) {
 	runs := p.brokerRuns(t)
 	require.Len(t, runs, 2)
 	for _, run := range runs {
-		assert.Equal(t, []string{"-Stbon.topo=kary:2", "-Sa=1", "-Sb=x y", "-Sc=*", "-Sd=$HOME", "-Sbroker.rc2_none=1"}, run[len(run)-6:])
+		assert.Equal(t, []string{"-Stbon.topo=kary:2", "-Sbroker.rc3_path=trap '' HUP; flux modprobe rc3", "-Sa=1", "-Sb=x y", "-Sc=*", "-Sd=$HOME", "-Sbroker.rc2_none=1"}, run[len(run)-7:])
 	}
 }
 
