@@ -158,6 +158,9 @@ func BenchmarkMiniCluster(b *testing.B) {
 			if at2s == nil && time.Since(start) > 2*time.Second {
 				at2s = append(left, "")
 			}
+			if err == nil && len(left) == 0 && brokersGone == 0 { // both went between two lists
+				brokersGone = time.Since(start)
+			}
 			return err == nil && len(left) == 0, fmt.Sprintf("%v %v", left, err)
 		})
 		uninstall += time.Since(start)
