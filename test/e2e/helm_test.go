@@ -29,6 +29,9 @@ type release struct {
 func newRelease(t testing.TB, ns, name, helm string, args ...string) *release {
 	r := &release{t: t, name: name, ns: ns, helm: helm, args: args}
 	t.Cleanup(func() { // best effort: the namespace goes anyway
+		if t.Failed() && !dumped(ns) { // before the uninstall takes the failed pods with it
+			dumpNamespace(t, ns)
+		}
 		_, _ = r.run("uninstall", r.name, "--ignore-not-found")
 	})
 	return r

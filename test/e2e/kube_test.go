@@ -42,7 +42,7 @@ func newNamespace(t testing.TB, prefix string) string {
 		t.Fatalf("create namespace %s: %v", name, err)
 	}
 	t.Cleanup(func() {
-		if t.Failed() {
+		if t.Failed() && !dumped(name) {
 			dumpNamespace(t, name)
 		}
 		err := kube.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
@@ -51,6 +51,15 @@ func newNamespace(t testing.TB, prefix string) string {
 		}
 	})
 	return name
+}
+
+// dumpedNamespaces are those a failed test has logged already.
+var dumpedNamespaces sync.Map
+
+// dumped reports whether ns was logged already, and marks it logged.
+func dumped(ns string) bool {
+	_, done := dumpedNamespaces.LoadOrStore(ns, true)
+	return done
 }
 
 // dumpNamespace logs pods (with statuses and log tails), Jobs and the latest events.
