@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
@@ -204,13 +205,20 @@ func (lw listWatcher) until(ctx context.Context, opts metav1.ListOptions, done f
 	// Helm creates the Role and RoleBinding just before the pods; the API server's RBAC cache
 	// may lag behind them, so a refusal right at the start is retried for a while.
 	grant := time.Now().Add(rbacPropagation)
+	// retry waits a little before the next list; false when the context has ended.
+	retry := func() bool {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(200 * time.Millisecond):
+			return true
+		}
+	}
 	for {
 		list, err := lw.list(opts)
-		if apierrors.IsForbidden(err) && time.Now().Before(grant) {
-			select {
-			case <-ctx.Done():
+		if (apierrors.IsForbidden(err) && time.Now().Before(grant)) || transient(err) {
+			if !retry() {
 				return err
-			case <-time.After(200 * time.Millisecond):
 			}
 			continue
 		}
@@ -232,6 +240,12 @@ func (lw listWatcher) until(ctx context.Context, opts metav1.ListOptions, done f
 			w.ResourceVersion = acc.GetResourceVersion()
 		}
 		watcher, err := lw.watch(w)
+		if transient(err) {
+			if !retry() {
+				return err
+			}
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -239,6 +253,14 @@ func (lw listWatcher) until(ctx context.Context, opts metav1.ListOptions, done f
 			return err
 		}
 	}
+}
+
+// transient: an API server too busy or briefly out of reach (a loaded control plane, its
+// restart) answers again soon; waiting for the keys goes on until the context ends.
+func transient(err error) bool {
+	return err != nil && (apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) ||
+		apierrors.IsTimeout(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err) ||
+		utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err))
 }
 
 // watchUntil reads events until done, an error, or the watch closes (finished false).

@@ -184,3 +184,36 @@ func TestFetchRetriesRBACLag(t *testing.T) {
 		t.Fatalf("refused for good: %v, want the Forbidden error", err)
 	}
 }
+
+// TestFetchRetriesABusyAPIServer: a list or watch the API server answers with "too many
+// requests", a timeout or "unavailable" (a loaded control plane) is retried until the keys come;
+// an error that waiting cannot mend is returned at once.
+func TestFetchRetriesABusyAPIServer(t *testing.T) {
+	cert := validCert(t)
+	filled := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "flux-sample-curve", Namespace: ns}, Data: map[string][]byte{CertKey: cert}}
+	client := fake.NewClientset(filled)
+	busy := []error{
+		apierrors.NewTooManyRequests("slow down", 0),
+		apierrors.NewServerTimeout(schema.GroupResource{Resource: "secrets"}, "list", 0),
+		apierrors.NewServiceUnavailable("restarting"),
+	}
+	client.PrependReactor("list", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if len(busy) == 0 {
+			return false, nil, nil
+		}
+		err := busy[0]
+		busy = busy[1:]
+		return true, nil, err
+	})
+	if _, err := fetch(t, client, FetchOptions{Namespace: ns, CurveName: "flux-sample-curve", Out: t.TempDir()}); err != nil || len(busy) != 0 {
+		t.Fatalf("after three busy answers: %v (left %d)", err, len(busy))
+	}
+
+	client = fake.NewClientset(filled)
+	client.PrependReactor("list", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewBadRequest("no such field selector")
+	})
+	if _, err := fetch(t, client, FetchOptions{Namespace: ns, CurveName: "flux-sample-curve", Out: t.TempDir()}); !apierrors.IsBadRequest(err) {
+		t.Fatalf("a bad request: %v, want it returned at once", err)
+	}
+}
