@@ -30,8 +30,8 @@ const (
 	// besideInvalid holds the error about a key object that is not a valid key: the broker
 	// cannot start (the entrypoint exits with the chart's cannot-start code, which fails the Job).
 	besideInvalid = ".invalid"
-	// besideFailed holds any other error (a timeout, an API error): the pod fails and the Job
-	// may start another.
+	// besideFailed holds any other error (--timeout, an API error waiting cannot mend): the pod
+	// fails and the Job may start another.
 	besideFailed = ".failed"
 )
 
