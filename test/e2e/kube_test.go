@@ -344,55 +344,47 @@ func leftovers(ns, release string) ([]string, error) {
 	ctx := context.Background()
 	all := metav1.ListOptions{}
 	c, rbac := kube.CoreV1(), kube.RbacV1()
-	// Every kind at once: a timing's poll is as short as one list.
-	lists := []func() ([]metav1.Object, string, error){
-		func() ([]metav1.Object, string, error) {
-			l, err := kube.BatchV1().Jobs(ns).List(ctx, all)
-			return objects(l, err), "Job", err
-		},
-		func() ([]metav1.Object, string, error) {
-			l, err := c.Pods(ns).List(ctx, all)
-			return objects(l, err), "Pod", err
-		},
-		func() ([]metav1.Object, string, error) {
-			l, err := c.Services(ns).List(ctx, all)
-			return objects(l, err), "Service", err
-		},
-		func() ([]metav1.Object, string, error) {
-			l, err := c.ConfigMaps(ns).List(ctx, all)
-			return objects(l, err), "ConfigMap", err
-		},
-		func() ([]metav1.Object, string, error) {
-			l, err := c.Secrets(ns).List(ctx, all)
-			return objects(l, err), "Secret", err
-		},
-		func() ([]metav1.Object, string, error) {
-			l, err := c.ServiceAccounts(ns).List(ctx, all)
-			return objects(l, err), "ServiceAccount", err
-		},
-		func() ([]metav1.Object, string, error) {
-			l, err := rbac.Roles(ns).List(ctx, all)
-			return objects(l, err), "Role", err
-		},
-		func() ([]metav1.Object, string, error) {
-			l, err := rbac.RoleBindings(ns).List(ctx, all)
-			return objects(l, err), "RoleBinding", err
-		},
+	lists := []struct {
+		kind string
+		list func() (runtime.Object, error)
+	}{
+		{"Job", func() (runtime.Object, error) { return kube.BatchV1().Jobs(ns).List(ctx, all) }},
+		{"Pod", func() (runtime.Object, error) { return c.Pods(ns).List(ctx, all) }},
+		{"Service", func() (runtime.Object, error) { return c.Services(ns).List(ctx, all) }},
+		{"ConfigMap", func() (runtime.Object, error) { return c.ConfigMaps(ns).List(ctx, all) }},
+		{"Secret", func() (runtime.Object, error) { return c.Secrets(ns).List(ctx, all) }},
+		{"ServiceAccount", func() (runtime.Object, error) { return c.ServiceAccounts(ns).List(ctx, all) }},
+		{"Role", func() (runtime.Object, error) { return rbac.Roles(ns).List(ctx, all) }},
+		{"RoleBinding", func() (runtime.Object, error) { return rbac.RoleBindings(ns).List(ctx, all) }},
 	}
+	names := []string{release, release + "-keygen", release + "-broker", release + "-entrypoint", release + "-curve", release + "-munge", release + "-test-wiring"}
 	found := make([][]string, len(lists))
 	errs := make([]error, len(lists))
-	names := []string{release, release + "-keygen", release + "-broker", release + "-entrypoint", release + "-curve", release + "-munge", release + "-test-wiring"}
+	// Every kind at once: a timing's poll is as short as one list.
 	var wg sync.WaitGroup
-	for i, list := range lists {
+	for i, l := range lists {
 		wg.Go(func() {
-			objs, kind, err := list()
-			errs[i] = err
-			for _, o := range objs {
+			list, err := l.list()
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			items, err := meta.ExtractList(list)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			for _, item := range items {
+				o, err := meta.Accessor(item)
+				if err != nil {
+					errs[i] = err
+					return
+				}
 				labels := o.GetLabels()
 				if labels["app.kubernetes.io/instance"] == release || slices.Contains(names, o.GetName()) ||
 					labels["job-name"] == release || labels["job-name"] == release+"-keygen" ||
 					(labels["owner"] == "helm" && labels["name"] == release) {
-					found[i] = append(found[i], kind+"/"+o.GetName())
+					found[i] = append(found[i], l.kind+"/"+o.GetName())
 				}
 			}
 		})
@@ -402,24 +394,6 @@ func leftovers(ns, release string) ([]string, error) {
 		return nil, err
 	}
 	return slices.Concat(found...), nil
-}
-
-// objects are the items of a List result (none when the list failed).
-func objects(list runtime.Object, err error) []metav1.Object {
-	if err != nil {
-		return nil
-	}
-	items, err := meta.ExtractList(list)
-	if err != nil {
-		return nil
-	}
-	objs := make([]metav1.Object, 0, len(items))
-	for _, item := range items {
-		if o, ok := item.(metav1.Object); ok {
-			objs = append(objs, o)
-		}
-	}
-	return objs
 }
 
 // waitNothingLeft waits until nothing of the release remains in ns.
