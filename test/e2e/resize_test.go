@@ -106,3 +106,38 @@ func TestUninstallAfterResizeUnloadsEveryModule(t *testing.T) {
 		}
 	}
 }
+
+// The same race made certain: every broker's rc3 first sleeps 3 s. The lead stops (its SIGTERM)
+// and so stops the worker, whose own SIGTERM then comes while its rc3 runs. The worker's broker
+// marked its stop (a clean-up command the chart's modprobe file gives every worker), so the
+// entrypoint keeps the SIGTERM to itself and rc3 runs to its end.
+func TestWorkerStoppedByTheLeadKeepsItsOwnSIGTERM(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t, "stopping")
+	r := newRelease(t, ns, "flux-sample", helm4)
+	r.install("--set", "size=2,interactive=true", "--set-json", `flux.brokerOptions=["-Sbroker.rc3_path=sleep 3; flux modprobe rc3"]`)
+	pods := waitFluxUp(t, ns, r.name, 2, 16, wiringTimeout)
+	lead, worker := pods[0].Name, pods[1].Name
+	log := followLogs(t, ns, worker, "flux")
+	if _, stderr, err := execIn(ns, lead, "flux", "/bin/sh", "-c", "kill -TERM 1"); err != nil {
+		t.Fatalf("kill -TERM 1 in the lead: %v %s", err, stderr)
+	}
+	eventually(t, time.Minute, "the worker marked its stop", func() (bool, string) {
+		_, stderr, err := execIn(ns, worker, "flux", "test", "-e", "/minicluster/run/broker-stopping")
+		return err == nil, stderr
+	})
+	if _, stderr, err := execIn(ns, worker, "flux", "/bin/sh", "-c", "kill -TERM 1"); err != nil {
+		t.Fatalf("kill -TERM 1 in the worker: %v %s", err, stderr)
+	}
+	text := log()
+	for _, want := range []string{"SIGTERM: the broker is already stopping", "rc3-success", "builtins-done: unload-builtins->exit"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the worker's log has no %q:\n%s", want, text)
+		}
+	}
+	for _, notWant := range []string{"SIGTERM: stopping the broker", "rc3-fail", "was not properly shut down"} {
+		if strings.Contains(text, notWant) {
+			t.Errorf("the worker's log has %q:\n%s", notWant, text)
+		}
+	}
+}

@@ -33,10 +33,11 @@ var podPaths = []string{"/minicluster/config", "/minicluster/run", "/minicluster
 // fakeFlux stands in for flux. Every call's arguments go, one per line, to $fake/calls/N.
 // `flux R encode` prints a stand-in R and exits with the status in $fake/r-status (default 0);
 // `flux config builtin rc3_path` prints flux-core's.
-// Run K of `flux broker` follows line K of $fake/broker: "STATUS [SECONDS [SLEEP]]": it moves
-// the fake clock ($fake/clock, which the script's date reads) SECONDS ahead, really sleeps SLEEP
-// seconds (SIGTERM ends that with 143, noted in $fake/signals) and exits STATUS. A run with no
-// line kills the script, so a test that expected it to stop earlier fails at once.
+// Run K of `flux broker` follows line K of $fake/broker: "STATUS [SECONDS [SLEEP [stopping]]]":
+// it moves the fake clock ($fake/clock, which the script's date reads) SECONDS ahead, leaves
+// MINICLUSTER_STOPPING as a stopping broker does when the fourth word is "stopping", really
+// sleeps SLEEP seconds (SIGTERM ends that with 143, noted in $fake/signals) and exits STATUS. A
+// run with no line kills the script, so a test that expected it to stop earlier fails at once.
 const fakeFlux = `#!/usr/bin/busybox sh
 fake=@FAKE@
 n=$(($(cat "$fake/ncalls" 2>/dev/null || echo 0) + 1))
@@ -64,6 +65,7 @@ broker)
   fi
   set -- $line
   echo $(($(cat "$fake/clock") + ${2:-0})) > "$fake/clock"
+  if [ "${4:-}" = stopping ]; then : > "$MINICLUSTER_STOPPING"; fi
   if [ "${3:-0}" -gt 0 ]; then
     trap 'kill "$child" 2>/dev/null; echo TERM >> "$fake/signals"; exit 143' TERM
     sleep "$3" &
@@ -286,9 +288,9 @@ func TestEntrypointInteractiveLead(t *testing.T) {
 		"-Slocal-uri=local://" + p.root + "/minicluster/run/flux/local",
 		"-Sbroker.quorum=4",
 		"-Stbon.connect_timeout=5s",
-		"-Sbroker.cleanup-timeout=0s",
 		"-Slog-stderr-level=6",
 		"-Slog-stderr-mode=local",
+		"-Sbroker.cleanup-timeout=0s",
 		"-Sbroker.rc3_path=trap '' HUP; flux modprobe rc3",
 		"-Sbroker.rc2_none=1"}, runs[0])
 	info, err := os.Stat(p.root + "/minicluster/run/flux")
@@ -370,6 +372,42 @@ func TestEntrypointWorker(t *testing.T) {
 		assert.Contains(t, out, "minicluster[1]: the instance ended\n")
 		assert.Len(t, p.brokerRuns(t), 1)
 	})
+}
+
+// A worker the lead is already stopping (on uninstall) gets its own SIGTERM as well: passed on,
+// it would abort the broker's rc3. A marker left over from an earlier run must not hold back
+// the SIGTERM of the next.
+func TestEntrypointWorkerKeepsASIGTERMWhileStopping(t *testing.T) {
+	t.Parallel()
+	p := newPod(t, helmtest.Options{}, 1)
+	p.brokers(t, "0 60 2 stopping", "0 0 30")
+	cmd, wait := p.start(t)
+	sleeping := func(k int) func() bool {
+		return func() bool {
+			_, err := os.Stat(filepath.Join(p.fake, fmt.Sprintf("sleeping.%d", k)))
+			return err == nil
+		}
+	}
+	require.Eventually(t, sleeping(1), 30*time.Second, 20*time.Millisecond)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	status, out := wait()
+	assert.Equal(t, 143, status, out)
+	assert.Contains(t, out, "minicluster[1]: SIGTERM: the broker is already stopping")
+	assert.NotContains(t, out, "SIGTERM: stopping the broker")
+	assert.NoFileExists(t, filepath.Join(p.fake, "signals"), "the stopping broker got the SIGTERM")
+	assert.Len(t, p.brokerRuns(t), 1, "a stopping pod does not start the broker again")
+
+	p = newPod(t, helmtest.Options{}, 1)
+	p.brokers(t, "0 60 1 stopping", "0 0 30")
+	cmd, wait = p.start(t)
+	require.Eventually(t, sleeping(2), 30*time.Second, 20*time.Millisecond, "the broker starts again after it exits 0")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	status, out = wait()
+	assert.Equal(t, 143, status, out)
+	assert.Contains(t, out, "minicluster[1]: SIGTERM: stopping the broker")
+	signals, err := os.ReadFile(filepath.Join(p.fake, "signals"))
+	require.NoError(t, err, "the second broker got no SIGTERM")
+	assert.Equal(t, "TERM\n", string(signals))
 }
 
 func TestEntrypointBrokerThatCannotStart(t *testing.T) {

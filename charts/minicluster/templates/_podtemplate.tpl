@@ -138,6 +138,10 @@ spec:
         - name: scripts
           mountPath: /minicluster/scripts
           readOnly: true
+        - name: scripts
+          mountPath: /minicluster/modprobe/rc1.d/minicluster.py
+          subPath: modprobe-rc1.py
+          readOnly: true
         - name: broker-config
           mountPath: /minicluster/config
           readOnly: true
