@@ -150,9 +150,14 @@ func BenchmarkMiniCluster(b *testing.B) {
 		r.uninstall()
 		var brokersGone time.Duration
 		var at2s []string
+		var lingering string // what the broker pods left after 5 s were doing
+		looked := false
 		eventuallyFast(b, 2*time.Minute, "nothing left", func() (bool, string) {
 			if _, n, err := brokerPods(ns, r.name); err == nil && n == 0 && brokersGone == 0 {
 				brokersGone = time.Since(start)
+			}
+			if !looked && time.Since(start) > 5*time.Second {
+				lingering, looked = lingeringPods(ns, r.name), true
 			}
 			left, err := leftovers(ns, r.name)
 			if at2s == nil && time.Since(start) > 2*time.Second {
@@ -166,8 +171,8 @@ func BenchmarkMiniCluster(b *testing.B) {
 		uninstall += time.Since(start)
 		brokersStopped += brokersGone
 		// Each run, not only the mean: an uninstall that lingers shows what was left.
-		fmt.Printf("%s: uninstall: broker pods gone after %v, nothing left after %v; left after 2 s: %v\n",
-			b.Name(), brokersGone.Round(time.Millisecond), time.Since(start).Round(time.Millisecond), at2s)
+		fmt.Printf("%s: uninstall: broker pods gone after %v, nothing left after %v; left after 2 s: %v\n%s",
+			b.Name(), brokersGone.Round(time.Millisecond), time.Since(start).Round(time.Millisecond), at2s, lingering)
 		deleteNamespace(b, ns)
 	}
 	report(b, "s/floor", floor)
@@ -268,4 +273,23 @@ func deleteNamespace(b testing.TB, ns string) {
 		_, err := kube.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), fmt.Sprintf("%v", err)
 	})
+}
+
+// lingeringPods describes the broker pods still there: their containers' states and the end of
+// each container's log.
+func lingeringPods(ns, release string) string {
+	pods, err := kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{
+		LabelSelector: "app.kubernetes.io/instance=" + release + ",app.kubernetes.io/component=broker"})
+	if err != nil {
+		return err.Error() + "\n"
+	}
+	var out strings.Builder
+	for _, p := range pods.Items {
+		fmt.Fprintf(&out, "  lingering %s: %s\n", p.Name, containerStates(p))
+		for _, c := range p.Spec.Containers {
+			log, err := podLogs(ns, p.Name, c.Name, 15)
+			fmt.Fprintf(&out, "  --- %s %v\n%s", c.Name, err, log)
+		}
+	}
+	return out.String()
 }
