@@ -109,15 +109,16 @@ func TestUninstallAfterResizeUnloadsEveryModule(t *testing.T) {
 	}
 }
 
-// The same race made certain: every broker's rc3 first sleeps 3 s. The lead stops (its SIGTERM)
-// and so stops the worker, whose own SIGTERM then comes while its rc3 runs. The worker's broker
-// marked its stop (a clean-up command the chart's modprobe file gives every worker), so the
-// entrypoint keeps the SIGTERM to itself and rc3 runs to its end.
+// The same race made certain: every broker's rc3 first sleeps 8 s (time enough, under load, to
+// see the mark and signal). The lead stops (its SIGTERM) and so stops the worker, whose own
+// SIGTERM then comes while its rc3 runs. The worker's broker marked its stop (a clean-up command
+// the chart's modprobe file gives every worker), so the entrypoint keeps the SIGTERM to itself
+// and rc3 runs to its end.
 func TestWorkerStoppedByTheLeadKeepsItsOwnSIGTERM(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t, "stopping")
 	r := newRelease(t, ns, "flux-sample", helm4)
-	r.install("--set", "size=2,interactive=true", "--set-json", `flux.brokerOptions=["-Sbroker.rc3_path=sleep 3; flux modprobe rc3"]`)
+	r.install("--set", "size=2,interactive=true", "--set-json", `flux.brokerOptions=["-Sbroker.rc3_path=sleep 8; flux modprobe rc3"]`)
 	pods := waitFluxUp(t, ns, r.name, 2, 16, wiringTimeout)
 	lead, worker := pods[0].Name, pods[1].Name
 	log := followLogs(t, ns, worker, "flux")
