@@ -278,8 +278,7 @@ func deleteNamespace(b testing.TB, ns string) {
 // lingeringPods describes the broker pods still there: their containers' states and the end of
 // each container's log.
 func lingeringPods(ns, release string) string {
-	pods, err := kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{
-		LabelSelector: "app.kubernetes.io/instance=" + release + ",app.kubernetes.io/component=broker"})
+	pods, err := kube.CoreV1().Pods(ns).List(context.Background(), brokerSelector(release))
 	if err != nil {
 		return err.Error() + "\n"
 	}

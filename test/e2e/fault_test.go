@@ -214,7 +214,7 @@ func checkJobFailed(t *testing.T, r *release, jobWant, podWant string) {
 	if c.Type != batchv1.JobFailed || c.Reason != batchv1.JobReasonPodFailurePolicy || !strings.Contains(c.Message, jobWant) {
 		t.Errorf("Job %s is %s with %s: %s; want Failed with reason PodFailurePolicy and %q", r.name, c.Type, c.Reason, c.Message, jobWant)
 	}
-	list, err := kube.CoreV1().Pods(r.ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + r.name + ",app.kubernetes.io/component=broker"})
+	list, err := kube.CoreV1().Pods(r.ns).List(ctx, brokerSelector(r.name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -226,11 +226,15 @@ func poll(t testing.TB, within, interval time.Duration, what string, cond func()
 	}
 }
 
+// brokerSelector selects every broker pod of a release, terminating ones included.
+func brokerSelector(release string) metav1.ListOptions {
+	return metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + release + ",app.kubernetes.io/component=broker"}
+}
+
 // brokerPods returns the release's broker pods by completion index (the newest pod of each
 // index that is not being deleted) and how many pods exist in all, terminating ones included.
 func brokerPods(ns, release string) (map[int]corev1.Pod, int, error) {
-	list, err := kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{
-		LabelSelector: "app.kubernetes.io/instance=" + release + ",app.kubernetes.io/component=broker"})
+	list, err := kube.CoreV1().Pods(ns).List(context.Background(), brokerSelector(release))
 	if err != nil {
 		return nil, 0, err
 	}
