@@ -113,7 +113,7 @@ func TestUninstallAfterResizeUnloadsEveryModule(t *testing.T) {
 // see the mark and signal). The lead stops (its SIGTERM) and so stops the worker, whose own
 // SIGTERM then comes while its rc3 runs. The worker's broker marked its stop (a clean-up command
 // the chart's modprobe file gives every worker), so the entrypoint keeps the SIGTERM to itself
-// and rc3 runs to its end.
+// and rc3 runs to its end. A nested instance's stop, before, marks only its own brokers.
 func TestWorkerStoppedByTheLeadKeepsItsOwnSIGTERM(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t, "stopping")
@@ -121,12 +121,21 @@ func TestWorkerStoppedByTheLeadKeepsItsOwnSIGTERM(t *testing.T) {
 	r.install("--set", "size=2,interactive=true", "--set-json", `flux.brokerOptions=["-Sbroker.rc3_path=sleep 8; flux modprobe rc3"]`)
 	pods := waitFluxUp(t, ns, r.name, 2, 16, wiringTimeout)
 	lead, worker := pods[0].Name, pods[1].Name
+	// A Flux instance that a job starts in the pods inherits the environment, the modprobe
+	// file's directory with it: it marks its own rundir, not the pod's broker's.
+	nested := "FLUX_MODPROBE_PATH_APPEND=/minicluster/modprobe /minicluster/scripts/flux run -N2 flux start -Slog-stderr-mode=local -Slog-stderr-level=6 true"
+	if stdout, stderr, err := execIn(ns, lead, "flux", "/bin/sh", "-c", nested); err != nil || !strings.Contains(stderr, "cleanup.0: : > /tmp/") {
+		t.Fatalf("a nested instance's worker marked no stop of its own: %v\n%s\n%s", err, stdout, stderr)
+	}
+	if _, _, err := execIn(ns, worker, "flux", "test", "-e", "/minicluster/run/flux/stopping"); err == nil {
+		t.Fatal("a nested instance's stop marked the pod's broker as stopping")
+	}
 	log := followLogs(t, ns, worker, "flux")
 	if _, stderr, err := execIn(ns, lead, "flux", "/bin/sh", "-c", "kill -TERM 1"); err != nil {
 		t.Fatalf("kill -TERM 1 in the lead: %v %s", err, stderr)
 	}
 	eventually(t, time.Minute, "the worker marked its stop", func() (bool, string) {
-		_, stderr, err := execIn(ns, worker, "flux", "test", "-e", "/minicluster/run/broker-stopping")
+		_, stderr, err := execIn(ns, worker, "flux", "test", "-e", "/minicluster/run/flux/stopping")
 		return err == nil, stderr
 	})
 	if _, stderr, err := execIn(ns, worker, "flux", "/bin/sh", "-c", "kill -TERM 1"); err != nil {

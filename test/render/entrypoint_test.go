@@ -35,7 +35,7 @@ var podPaths = []string{"/minicluster/config", "/minicluster/run", "/minicluster
 // `flux config builtin rc3_path` prints flux-core's.
 // Run K of `flux broker` follows line K of $fake/broker: "STATUS [SECONDS [SLEEP [stopping]]]":
 // it moves the fake clock ($fake/clock, which the script's date reads) SECONDS ahead, leaves
-// MINICLUSTER_STOPPING as a stopping broker does when the fourth word is "stopping", really
+// "stopping" in its rundir as a stopping broker does when the fourth word is "stopping", really
 // sleeps SLEEP seconds (SIGTERM ends that with 143, noted in $fake/signals) and exits STATUS. A
 // run with no line kills the script, so a test that expected it to stop earlier fails at once.
 const fakeFlux = `#!/usr/bin/busybox sh
@@ -58,6 +58,7 @@ broker)
   k=$(($(cat "$fake/nbrokers" 2>/dev/null || echo 0) + 1))
   echo "$k" > "$fake/nbrokers"
   line=$(sed -n "${k}p" "$fake/broker")
+  for arg in "$@"; do case $arg in -Srundir=*) rundir=${arg#-Srundir=} ;; esac; done
   if [ -z "$line" ]; then
     echo "fake flux: no behaviour for broker run $k" >&2
     kill -KILL "$PPID"
@@ -65,7 +66,7 @@ broker)
   fi
   set -- $line
   echo $(($(cat "$fake/clock") + ${2:-0})) > "$fake/clock"
-  if [ "${4:-}" = stopping ]; then : > "$MINICLUSTER_STOPPING"; fi
+  if [ "${4:-}" = stopping ]; then : > "$rundir/stopping"; fi
   if [ "${3:-0}" -gt 0 ]; then
     trap 'kill "$child" 2>/dev/null; echo TERM >> "$fake/signals"; exit 143' TERM
     sleep "$3" &
