@@ -153,3 +153,63 @@ func TestWorkerStoppedByTheLeadKeepsItsOwnSIGTERM(t *testing.T) {
 		}
 	}
 }
+
+// A worker that has not joined its parent holds nothing: on SIGTERM the entrypoint kills its
+// broker rather than have it run rc3 with no parent (which fails) or ignore the signal while it
+// loads its built-in modules (Flux does), which left it for the kubelet to kill 30 s later. Made
+// certain here: the lead's broker is stopped (SIGSTOP), the MiniCluster grows by one worker,
+// which cannot join, and shrinks back. Then the lead goes on and Flux shows 2 up.
+func TestWorkerThatHasNotJoinedIsKilled(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t, "unjoined")
+	r := newRelease(t, ns, "flux-sample", helm4)
+	r.install("--set", "size=2,interactive=true")
+	pods := waitFluxUp(t, ns, r.name, 2, 16, wiringTimeout)
+	lead := pods[0].Name
+	signalBroker := func(sig string) {
+		t.Helper()
+		script := `for d in /proc/[0-9]*; do case $(cat "$d/comm" 2>/dev/null) in flux-broker*) kill -` + sig + ` "${d#/proc/}" && exit 0 ;; esac; done; exit 1`
+		if _, stderr, err := execIn(ns, lead, "flux", "/bin/sh", "-c", script); err != nil {
+			t.Fatalf("kill -%s the lead's broker: %v %s", sig, err, stderr)
+		}
+	}
+	signalBroker("STOP")
+	defer signalBroker("CONT")
+	if _, err := r.upgrade("--set", "size=3"); err != nil {
+		t.Fatal(err)
+	}
+	var worker string
+	eventually(t, wiringTimeout, "worker 2 waits for its parent", func() (bool, string) {
+		pods, _, err := brokerPods(ns, r.name)
+		if err != nil || pods[2].Name == "" {
+			return false, fmt.Sprintf("no pod 2 yet %v", err)
+		}
+		worker = pods[2].Name
+		log, _ := podLogs(ns, worker, "flux", 0)
+		return strings.Contains(log, "builtins-success: load-builtins->join"), log
+	})
+	log := followLogs(t, ns, worker, "flux")
+	start := time.Now()
+	if _, err := r.upgrade("--set", "size=2"); err != nil {
+		t.Fatal(err)
+	}
+	text := log()
+	took := time.Since(start)
+	if !strings.Contains(text, "SIGTERM: the broker has not joined its parent yet: killing it") {
+		t.Errorf("the unjoined worker's log does not say it was killed:\n%s", text)
+	}
+	for _, notWant := range []string{"rc3", "SIGTERM: stopping the broker"} {
+		if strings.Contains(text, notWant) {
+			t.Errorf("the unjoined worker's log has %q:\n%s", notWant, text)
+		}
+	}
+	if took > 10*time.Second {
+		t.Errorf("the unjoined worker's container ended %v after the shrink", took)
+	}
+	signalBroker("CONT")
+	waitFluxUp(t, ns, r.name, 2, 16, wiringTimeout)
+	// A joined worker is marked so, and so gets its SIGTERM.
+	if _, stderr, err := execIn(ns, pods[1].Name, "flux", "test", "-e", "/minicluster/run/flux/joined"); err != nil {
+		t.Errorf("worker 1 has joined but its rundir has no joined mark: %v %s", err, stderr)
+	}
+}

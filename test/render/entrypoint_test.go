@@ -32,12 +32,13 @@ var podPaths = []string{"/minicluster/config", "/minicluster/run", "/minicluster
 
 // fakeFlux stands in for flux. Every call's arguments go, one per line, to $fake/calls/N.
 // `flux R encode` prints a stand-in R and exits with the status in $fake/r-status (default 0);
-// `flux config builtin rc3_path` prints flux-core's.
-// Run K of `flux broker` follows line K of $fake/broker: "STATUS [SECONDS [SLEEP [stopping]]]":
-// it moves the fake clock ($fake/clock, which the script's date reads) SECONDS ahead, leaves
-// "stopping" in its rundir as a stopping broker does when the fourth word is "stopping", really
-// sleeps SLEEP seconds (SIGTERM ends that with 143, noted in $fake/signals) and exits STATUS. A
-// run with no line kills the script, so a test that expected it to stop earlier fails at once.
+// `flux config builtin rc1_path` and `rc3_path` print flux-core's.
+// Run K of `flux broker` follows line K of $fake/broker: "STATUS [SECONDS [SLEEP [MARK]]]": it
+// moves the fake clock ($fake/clock, which the script's date reads) SECONDS ahead; leaves in its
+// rundir what a worker's rc1 does: "joined" when MARK is joined, "joined" and "stopping" when
+// it is stopping; really sleeps SLEEP seconds (SIGTERM ends that with 143, noted in
+// $fake/signals, unless MARK is deaf: a broker that ignores it) and exits STATUS. A run with no
+// line kills the script, so a test that expected it to stop earlier fails at once.
 const fakeFlux = `#!/usr/bin/busybox sh
 fake=@FAKE@
 n=$(($(cat "$fake/ncalls" 2>/dev/null || echo 0) + 1))
@@ -47,7 +48,10 @@ mkdir -p "$fake/calls"
 for arg in "$@"; do printf '%s\n' "$arg" >> "$fake/calls/$n"; done
 case $1 in
 config)
-  echo 'flux modprobe rc3'
+  case $3 in
+  rc1_path) echo 'flux modprobe rc1' ;;
+  *) echo 'flux modprobe rc3' ;;
+  esac
   exit 0
   ;;
 R)
@@ -66,8 +70,16 @@ broker)
   fi
   set -- $line
   echo $(($(cat "$fake/clock") + ${2:-0})) > "$fake/clock"
-  if [ "${4:-}" = stopping ]; then : > "$rundir/stopping"; fi
+  case ${4:-} in
+  joined) : > "$rundir/joined" ;;
+  stopping) : > "$rundir/joined" && : > "$rundir/stopping" ;;
+  esac
   if [ "${3:-0}" -gt 0 ]; then
+    if [ "${4:-}" = deaf ]; then
+      trap '' TERM
+      : > "$fake/sleeping.$k"
+      exec sleep "$3"
+    fi
     trap 'kill "$child" 2>/dev/null; echo TERM >> "$fake/signals"; exit 143' TERM
     sleep "$3" &
     child=$!
@@ -399,7 +411,7 @@ func TestEntrypointWorkerKeepsASIGTERMWhileStopping(t *testing.T) {
 	assert.Len(t, p.brokerRuns(t), 1, "a stopping pod does not start the broker again")
 
 	p = newPod(t, helmtest.Options{}, 1)
-	p.brokers(t, "0 60 1 stopping", "0 0 30")
+	p.brokers(t, "0 60 1 stopping", "0 0 30 joined")
 	cmd, wait = p.start(t)
 	require.Eventually(t, sleeping(2), 30*time.Second, 20*time.Millisecond, "the broker starts again after it exits 0")
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
@@ -409,6 +421,71 @@ func TestEntrypointWorkerKeepsASIGTERMWhileStopping(t *testing.T) {
 	signals, err := os.ReadFile(filepath.Join(p.fake, "signals"))
 	require.NoError(t, err, "the second broker got no SIGTERM")
 	assert.Equal(t, "TERM\n", string(signals))
+}
+
+// A worker's broker that has not joined its parent gets no SIGTERM, which Flux ignores while it
+// loads its built-in modules and which would otherwise only make it run rc3 without a parent: it
+// is killed. One that has joined gets the SIGTERM. A Flux without modprobe's rc1 (which leaves
+// "joined") and the lead always get the SIGTERM.
+func TestEntrypointKillsAWorkerThatHasNotJoined(t *testing.T) {
+	t.Parallel()
+	stop := func(t *testing.T, p *pod) (int, string) {
+		t.Helper()
+		cmd, wait := p.start(t)
+		require.Eventually(t, func() bool {
+			_, err := os.Stat(filepath.Join(p.fake, "sleeping.1"))
+			return err == nil
+		}, 30*time.Second, 20*time.Millisecond)
+		start := time.Now()
+		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+		status, out := wait()
+		assert.Less(t, time.Since(start), 10*time.Second, "the entrypoint waited for the broker's 30 s sleep")
+		return status, out
+	}
+	signals := func(t *testing.T, p *pod) string {
+		b, err := os.ReadFile(filepath.Join(p.fake, "signals"))
+		if os.IsNotExist(err) {
+			return ""
+		}
+		require.NoError(t, err)
+		return string(b)
+	}
+	t.Run("unjoined worker", func(t *testing.T) {
+		t.Parallel()
+		p := newPod(t, helmtest.Options{}, 2)
+		p.brokers(t, "0 0 30 deaf")
+		status, out := stop(t, p)
+		assert.Equal(t, 143, status, out)
+		assert.Contains(t, out, "minicluster[2]: SIGTERM: the broker has not joined its parent yet: killing it")
+		assert.Empty(t, signals(t, p))
+	})
+	t.Run("joined worker", func(t *testing.T) {
+		t.Parallel()
+		p := newPod(t, helmtest.Options{}, 2)
+		p.brokers(t, "0 0 30 joined")
+		status, out := stop(t, p)
+		assert.Equal(t, 143, status, out)
+		assert.Contains(t, out, "minicluster[2]: SIGTERM: stopping the broker")
+		assert.Equal(t, "TERM\n", signals(t, p))
+	})
+	t.Run("lead", func(t *testing.T) {
+		t.Parallel()
+		p := newPod(t, helmtest.Options{Set: []string{"interactive=true"}}, 0)
+		p.brokers(t, "0 0 30")
+		status, out := stop(t, p)
+		assert.Equal(t, 143, status, out)
+		assert.Equal(t, "TERM\n", signals(t, p))
+	})
+	t.Run("rc1 replaced", func(t *testing.T) {
+		t.Parallel()
+		values := filepath.Join(t.TempDir(), "values.yaml")
+		require.NoError(t, os.WriteFile(values, []byte("flux:\n  brokerOptions: [\"-Sbroker.rc1_path=/opt/rc1\"]\n"), 0o644))
+		p := newPod(t, helmtest.Options{ValuesFiles: []string{values}}, 2)
+		p.brokers(t, "0 0 30")
+		status, out := stop(t, p)
+		assert.Equal(t, 143, status, out)
+		assert.Equal(t, "TERM\n", signals(t, p), "a broker whose rc1 leaves no joined mark gets SIGTERM")
+	})
 }
 
 func TestEntrypointBrokerThatCannotStart(t *testing.T) {
