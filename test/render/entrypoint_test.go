@@ -429,63 +429,43 @@ func TestEntrypointWorkerKeepsASIGTERMWhileStopping(t *testing.T) {
 // "joined") and the lead always get the SIGTERM.
 func TestEntrypointKillsAWorkerThatHasNotJoined(t *testing.T) {
 	t.Parallel()
-	stop := func(t *testing.T, p *pod) (int, string) {
-		t.Helper()
-		cmd, wait := p.start(t)
-		require.Eventually(t, func() bool {
-			_, err := os.Stat(filepath.Join(p.fake, "sleeping.1"))
-			return err == nil
-		}, 30*time.Second, 20*time.Millisecond)
-		start := time.Now()
-		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
-		status, out := wait()
-		assert.Less(t, time.Since(start), 10*time.Second, "the entrypoint waited for the broker's 30 s sleep")
-		return status, out
+	rc1Replaced := filepath.Join(t.TempDir(), "values.yaml")
+	require.NoError(t, os.WriteFile(rc1Replaced, []byte("flux:\n  brokerOptions: [\"-Sbroker.rc1_path=/opt/rc1\"]\n"), 0o644))
+	for _, tc := range []struct {
+		name    string
+		opts    helmtest.Options
+		index   int
+		broker  string
+		log     string
+		signals string // what the fake broker's trap noted
+	}{
+		{"unjoined worker", helmtest.Options{}, 2, "0 0 30 deaf", "minicluster[2]: SIGTERM: the broker has not joined its parent yet: killing it", ""},
+		{"joined worker", helmtest.Options{}, 2, "0 0 30 joined", "minicluster[2]: SIGTERM: stopping the broker", "TERM\n"},
+		{"lead", helmtest.Options{Set: []string{"interactive=true"}}, 0, "0 0 30", "minicluster[0]: SIGTERM: stopping the broker", "TERM\n"},
+		{"rc1 replaced, so no joined mark", helmtest.Options{ValuesFiles: []string{rc1Replaced}}, 2, "0 0 30", "minicluster[2]: SIGTERM: stopping the broker", "TERM\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := newPod(t, tc.opts, tc.index)
+			p.brokers(t, tc.broker)
+			cmd, wait := p.start(t)
+			require.Eventually(t, func() bool {
+				_, err := os.Stat(filepath.Join(p.fake, "sleeping.1"))
+				return err == nil
+			}, 30*time.Second, 20*time.Millisecond)
+			start := time.Now()
+			require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+			status, out := wait()
+			assert.Less(t, time.Since(start), 10*time.Second, "the entrypoint waited for the broker's 30 s sleep")
+			assert.Equal(t, 143, status, out)
+			assert.Contains(t, out, tc.log)
+			signals, err := os.ReadFile(filepath.Join(p.fake, "signals"))
+			if !os.IsNotExist(err) {
+				require.NoError(t, err)
+			}
+			assert.Equal(t, tc.signals, string(signals))
+		})
 	}
-	signals := func(t *testing.T, p *pod) string {
-		b, err := os.ReadFile(filepath.Join(p.fake, "signals"))
-		if os.IsNotExist(err) {
-			return ""
-		}
-		require.NoError(t, err)
-		return string(b)
-	}
-	t.Run("unjoined worker", func(t *testing.T) {
-		t.Parallel()
-		p := newPod(t, helmtest.Options{}, 2)
-		p.brokers(t, "0 0 30 deaf")
-		status, out := stop(t, p)
-		assert.Equal(t, 143, status, out)
-		assert.Contains(t, out, "minicluster[2]: SIGTERM: the broker has not joined its parent yet: killing it")
-		assert.Empty(t, signals(t, p))
-	})
-	t.Run("joined worker", func(t *testing.T) {
-		t.Parallel()
-		p := newPod(t, helmtest.Options{}, 2)
-		p.brokers(t, "0 0 30 joined")
-		status, out := stop(t, p)
-		assert.Equal(t, 143, status, out)
-		assert.Contains(t, out, "minicluster[2]: SIGTERM: stopping the broker")
-		assert.Equal(t, "TERM\n", signals(t, p))
-	})
-	t.Run("lead", func(t *testing.T) {
-		t.Parallel()
-		p := newPod(t, helmtest.Options{Set: []string{"interactive=true"}}, 0)
-		p.brokers(t, "0 0 30")
-		status, out := stop(t, p)
-		assert.Equal(t, 143, status, out)
-		assert.Equal(t, "TERM\n", signals(t, p))
-	})
-	t.Run("rc1 replaced", func(t *testing.T) {
-		t.Parallel()
-		values := filepath.Join(t.TempDir(), "values.yaml")
-		require.NoError(t, os.WriteFile(values, []byte("flux:\n  brokerOptions: [\"-Sbroker.rc1_path=/opt/rc1\"]\n"), 0o644))
-		p := newPod(t, helmtest.Options{ValuesFiles: []string{values}}, 2)
-		p.brokers(t, "0 0 30")
-		status, out := stop(t, p)
-		assert.Equal(t, 143, status, out)
-		assert.Equal(t, "TERM\n", signals(t, p), "a broker whose rc1 leaves no joined mark gets SIGTERM")
-	})
 }
 
 func TestEntrypointBrokerThatCannotStart(t *testing.T) {
