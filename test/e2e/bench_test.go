@@ -30,7 +30,9 @@ import (
 // Each step starts once the namespace of the one before is gone, pods and volumes with it: a
 // step measures the MiniCluster, not the clean-up of the step before (six views deleted at once
 // slowed the next step's copy by seconds on this node's disk).
-// Log times are the container runtime's timestamps, pod phases come from a watch.
+// Log times are the container runtime's timestamps, pod phases come from a watch. Each run
+// prints its figures, which of the targets it missed, and when the lead logged each
+// step of Flux's start (and stop); the end gives how many runs met each target.
 
 const benchSize = 6
 
@@ -85,7 +87,7 @@ func BenchmarkMiniCluster(b *testing.B) {
 		}
 		return []string{"--set", values}
 	}
-	var ephemeral, interactive, helmReturned, resize, uninstall, brokersStopped, floor, floorUninstall time.Duration
+	var runs []runTimes
 	// Untimed: the first install pulls the images; the timings are of installs that find them.
 	warm := newRelease(b, newNamespace(b, "bench-warm"), "flux-sample", benchHelm)
 	warm.install(append(set("size=2"), "--set-string", "command=flux run -N 2 true")...)
@@ -98,7 +100,8 @@ func BenchmarkMiniCluster(b *testing.B) {
 		start := time.Now()
 		createFloor(b, ns, "floor", benchSize)
 		eventuallyFast(b, 3*time.Minute, "floor", func() (bool, string) { return floorReady(ns, "floor", benchSize) })
-		floor += time.Since(start)
+		var run runTimes
+		run.floor = time.Since(start)
 		// The uninstall floor: the bare Job deleted as Helm deletes one, until its pods are gone.
 		start = time.Now()
 		if err := kube.BatchV1().Jobs(ns).Delete(context.Background(), "floor", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
@@ -108,7 +111,7 @@ func BenchmarkMiniCluster(b *testing.B) {
 			pods, err := kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "job-name=floor"})
 			return err == nil && len(pods.Items) == 0, fmt.Sprintf("%v", err)
 		})
-		floorUninstall += time.Since(start)
+		run.floorUninstall = time.Since(start)
 		// Each step starts on a quiet node: what the one before left (pods, their volumes) is gone.
 		deleteNamespace(b, ns)
 
@@ -116,15 +119,19 @@ func BenchmarkMiniCluster(b *testing.B) {
 		r := newRelease(b, ns, "flux-sample", benchHelm)
 		start = time.Now()
 		r.install(append(set(fmt.Sprintf("size=%d", benchSize)), "--set-string", fmt.Sprintf("command=flux run -N %d hostname", benchSize))...)
-		helmReturned += time.Since(start)
+		run.helmReturned = time.Since(start)
+		var lead string
 		eventuallyFast(b, 3*time.Minute, "lead Succeeded", func() (bool, string) {
 			pods, _, err := brokerPods(ns, r.name)
 			if err != nil {
 				return false, err.Error()
 			}
+			lead = pods[0].Name
 			return pods[0].Status.Phase == corev1.PodSucceeded, "lead " + string(pods[0].Status.Phase)
 		})
-		ephemeral += time.Since(start)
+		run.ephemeral = time.Since(start)
+		fmt.Printf("%s: ephemeral, s after helm install: %s; lead Succeeded %.2f\n", b.Name(),
+			phases(ns, lead, start, "lead broker:", "rc1-success", "quorum-full", "rc2-success", "cleanup-success", "children-complete", "builtins-done"), run.ephemeral.Seconds())
 		deleteNamespace(b, ns)
 
 		ns = newNamespace(b, "bench")
@@ -132,7 +139,9 @@ func BenchmarkMiniCluster(b *testing.B) {
 		start = time.Now()
 		r.install(set(fmt.Sprintf("size=%d,interactive=true", benchSize))...)
 		pods := waitFluxUp(b, ns, r.name, benchSize, 16, wiringTimeout)
-		interactive += logTimeOf(b, ns, pods[0].Name, "quorum-full: quorum->run").Sub(start)
+		run.interactive = logTimeOf(b, ns, pods[0].Name, "quorum-full: quorum->run").Sub(start)
+		fmt.Printf("%s: interactive, s after helm install: %s; last worker: %s\n", b.Name(),
+			phases(ns, pods[0].Name, start, "lead broker:", "rc1-success", "quorum-full"), lastWorker(ns, pods, start))
 		r.uninstall()
 		waitNothingLeft(b, ns, r.name, 2*time.Minute)
 
@@ -144,7 +153,7 @@ func BenchmarkMiniCluster(b *testing.B) {
 		}
 		pods = waitFluxUp(b, ns, r.name, 4, 16, wiringTimeout)
 		last := maxTime(logTimeOf(b, ns, pods[2].Name, "rc1-success: init->quorum"), logTimeOf(b, ns, pods[3].Name, "rc1-success: init->quorum"))
-		resize += last.Sub(start)
+		run.resize = last.Sub(start)
 
 		start = time.Now()
 		r.uninstall()
@@ -168,13 +177,26 @@ func BenchmarkMiniCluster(b *testing.B) {
 			}
 			return err == nil && len(left) == 0, fmt.Sprintf("%v %v", left, err)
 		})
-		uninstall += time.Since(start)
-		brokersStopped += brokersGone
+		run.uninstall, run.brokersStopped = time.Since(start), brokersGone
 		// Each run, not only the mean: an uninstall that lingers shows what was left.
 		fmt.Printf("%s: uninstall: broker pods gone after %v, nothing left after %v; left after 2 s: %v\n%s",
 			b.Name(), brokersGone.Round(time.Millisecond), time.Since(start).Round(time.Millisecond), at2s, lingering)
 		deleteNamespace(b, ns)
+		runs = append(runs, run)
+		fmt.Printf("%s: run %d: %s\n", b.Name(), len(runs), run)
 	}
+	var total runTimes
+	missed := map[string]int{}
+	for _, run := range runs {
+		total = total.plus(run)
+		for _, m := range run.missed() {
+			missed[m]++
+		}
+	}
+	floor, floorUninstall, ephemeral, helmReturned := total.floor, total.floorUninstall, total.ephemeral, total.helmReturned
+	interactive, resize, brokersStopped, uninstall := total.interactive, total.resize, total.brokersStopped, total.uninstall
+	fmt.Printf("%s: runs that met each target, of %d: ephemeral %d, interactive %d, resize %d, uninstall %d\n", b.Name(), len(runs),
+		len(runs)-missed["ephemeral"], len(runs)-missed["interactive"], len(runs)-missed["resize"], len(runs)-missed["uninstall"])
 	report(b, "s/floor", floor)
 	report(b, "s/floor-uninstall", floorUninstall)
 	report(b, "s/ephemeral-install-to-lead-succeeded", ephemeral)
@@ -183,6 +205,48 @@ func BenchmarkMiniCluster(b *testing.B) {
 	report(b, "s/resize-2-to-4-up", resize)
 	report(b, "s/uninstall-running-to-brokers-gone", brokersStopped)
 	report(b, "s/uninstall-running-to-nothing-left", uninstall)
+}
+
+// runTimes is one run of BenchmarkMiniCluster.
+type runTimes struct {
+	floor, floorUninstall, helmReturned, ephemeral, interactive, resize, brokersStopped, uninstall time.Duration
+}
+
+func (r runTimes) plus(o runTimes) runTimes {
+	return runTimes{r.floor + o.floor, r.floorUninstall + o.floorUninstall, r.helmReturned + o.helmReturned,
+		r.ephemeral + o.ephemeral, r.interactive + o.interactive, r.resize + o.resize,
+		r.brokersStopped + o.brokersStopped, r.uninstall + o.uninstall}
+}
+
+// missed names the targets this run did not meet: ephemeral install within the floor
+// + 5 s, interactive within the floor + 2 s, resize 2 -> 4 within 1.6 s, uninstall within 2 s.
+func (r runTimes) missed() []string {
+	var m []string
+	for _, t := range []struct {
+		name      string
+		got, want time.Duration
+	}{
+		{"ephemeral", r.ephemeral, r.floor + 5*time.Second},
+		{"interactive", r.interactive, r.floor + 2*time.Second},
+		{"resize", r.resize, 1600 * time.Millisecond},
+		{"uninstall", r.uninstall, 2 * time.Second},
+	} {
+		if t.got > t.want {
+			m = append(m, t.name)
+		}
+	}
+	return m
+}
+
+func (r runTimes) String() string {
+	s := func(d time.Duration) string { return fmt.Sprintf("%.2f", d.Seconds()) }
+	missed := "none"
+	if m := r.missed(); m != nil {
+		missed = strings.Join(m, ", ")
+	}
+	return fmt.Sprintf("floor %s, ephemeral %s (+%s), interactive %s (+%s), resize %s, uninstall %s (floor %s); targets missed: %s",
+		s(r.floor), s(r.ephemeral), s(r.ephemeral-r.floor), s(r.interactive), s(r.interactive-r.floor),
+		s(r.resize), s(r.uninstall), s(r.floorUninstall), missed)
 }
 
 // eventuallyFast polls every 20 ms: for timings.
@@ -213,6 +277,44 @@ func maxTime(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// phases gives when the first line of the pod's broker log with each mark was written, in
+// seconds after start: where the time of a step went.
+func phases(ns, pod string, start time.Time, marks ...string) string {
+	lines, err := timedLogs(ns, pod, "flux")
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, m := range marks {
+		for _, l := range lines {
+			if strings.Contains(l.Text, m) {
+				out = append(out, fmt.Sprintf("%s %.2f", strings.TrimSuffix(m, ":"), l.At.Sub(start).Seconds()))
+				break
+			}
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// lastWorker gives when the last of the workers' brokers started, joined its parent and ended
+// its rc1, in seconds after start.
+func lastWorker(ns string, pods map[int]corev1.Pod, start time.Time) string {
+	marks := []string{"builtins-success", "parent-ready", "rc1-success"}
+	last := make([]time.Time, len(marks))
+	for i := 1; i < len(pods); i++ {
+		for k, m := range marks {
+			if at, ok := logTime(ns, pods[i].Name, "flux", m); ok && at.After(last[k]) {
+				last[k] = at
+			}
+		}
+	}
+	var out []string
+	for k, m := range marks {
+		out = append(out, fmt.Sprintf("%s %.2f", m, last[k].Sub(start).Seconds()))
+	}
+	return strings.Join(out, ", ")
 }
 
 // logTime is the runtime's timestamp of the first log line containing s.
