@@ -212,6 +212,15 @@ func (p *pod) brokers(t *testing.T, runs ...string) {
 	p.write(t, "/fake/broker", strings.Join(runs, "\n")+"\n", 0o644)
 }
 
+// waitSleeping waits until broker run k sleeps, so that a signal sent now reaches that run.
+func (p *pod) waitSleeping(t *testing.T, k int, msgAndArgs ...any) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(filepath.Join(p.fake, fmt.Sprintf("sleeping.%d", k)))
+		return err == nil
+	}, 30*time.Second, 20*time.Millisecond, msgAndArgs...)
+}
+
 // start starts the entrypoint; wait returns its exit status and output.
 func (p *pod) start(t *testing.T) (cmd *exec.Cmd, wait func() (int, string)) {
 	t.Helper()
@@ -278,10 +287,7 @@ func TestEntrypointInteractiveLead(t *testing.T) {
 	p := newPod(t, helmtest.Options{}, 0)
 	p.brokers(t, "0 60", "0 0 30")
 	cmd, wait := p.start(t)
-	require.Eventually(t, func() bool {
-		_, err := os.Stat(filepath.Join(p.fake, "sleeping.2"))
-		return err == nil
-	}, 30*time.Second, 20*time.Millisecond, "the broker starts again after it exits 0")
+	p.waitSleeping(t, 2, "the broker starts again after it exits 0")
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	status, out := wait()
 	assert.Equal(t, 143, status, out)
@@ -395,13 +401,7 @@ func TestEntrypointWorkerKeepsASIGTERMWhileStopping(t *testing.T) {
 	p := newPod(t, helmtest.Options{}, 1)
 	p.brokers(t, "0 60 2 stopping", "0 0 30")
 	cmd, wait := p.start(t)
-	sleeping := func(k int) func() bool {
-		return func() bool {
-			_, err := os.Stat(filepath.Join(p.fake, fmt.Sprintf("sleeping.%d", k)))
-			return err == nil
-		}
-	}
-	require.Eventually(t, sleeping(1), 30*time.Second, 20*time.Millisecond)
+	p.waitSleeping(t, 1)
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	status, out := wait()
 	assert.Equal(t, 143, status, out)
@@ -413,7 +413,7 @@ func TestEntrypointWorkerKeepsASIGTERMWhileStopping(t *testing.T) {
 	p = newPod(t, helmtest.Options{}, 1)
 	p.brokers(t, "0 60 1 stopping", "0 0 30 joined")
 	cmd, wait = p.start(t)
-	require.Eventually(t, sleeping(2), 30*time.Second, 20*time.Millisecond, "the broker starts again after it exits 0")
+	p.waitSleeping(t, 2, "the broker starts again after it exits 0")
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	status, out = wait()
 	assert.Equal(t, 143, status, out)
@@ -449,10 +449,7 @@ func TestEntrypointKillsAWorkerThatHasNotJoined(t *testing.T) {
 			p := newPod(t, tc.opts, tc.index)
 			p.brokers(t, tc.broker)
 			cmd, wait := p.start(t)
-			require.Eventually(t, func() bool {
-				_, err := os.Stat(filepath.Join(p.fake, "sleeping.1"))
-				return err == nil
-			}, 30*time.Second, 20*time.Millisecond)
+			p.waitSleeping(t, 1)
 			start := time.Now()
 			require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 			status, out := wait()
@@ -503,10 +500,7 @@ func TestEntrypointBrokerOptionsStayWhole(t *testing.T) {
 	p := newPod(t, helmtest.Options{ValuesFiles: []string{values}}, 0)
 	p.brokers(t, "0 60", "0 0 30")
 	cmd, wait := p.start(t)
-	require.Eventually(t, func() bool {
-		_, err := os.Stat(filepath.Join(p.fake, "sleeping.2"))
-		return err == nil
-	}, 30*time.Second, 20*time.Millisecond)
+	p.waitSleeping(t, 2)
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	status, out := wait()
 	assert.Equal(t, 143, status, out)
