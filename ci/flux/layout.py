@@ -6,9 +6,12 @@
       files load (the closure, glibc excepted) into its own prefix
       /opt/software/linux-debian12-x86_64/gcc-12.2.0/<name>-<version>-<hash>/ (one prefix per
       Debian source package), gives every ELF file a DT_RPATH listing the lib dirs of the prefixes
-      it loads from, and prints shell assignments: PYTHON_PREFIX, FLUX_PREFIX, PY_SITE_PATH.
+      it loads from, and prints shell assignments: PYTHON_PREFIX, FLUX_PREFIX, SCHED_PREFIX,
+      PMIX_PREFIX (flux-sched and flux-pmix, versions from $SCHED_VERSION and $PMIX_VERSION),
+      PY_SITE_PATH.
   layout.py finish
-      After `make install` of flux-core into FLUX_PREFIX: rpaths for flux-core's ELF files, a
+      After `make install` of flux-core, flux-sched and flux-pmix into their prefixes: rpaths for
+      their ELF files, a
       check that every ELF file under /opt/software loads nothing from outside /opt/software but
       glibc, and the view /opt/view -> /opt/views/view -> /opt/views/._view/<hash>/.
 
@@ -261,10 +264,15 @@ def cmd_deps(flux_version, flux_id, seeds):
     shutil.copytree(f"/usr/include/{PYVER}", f"{py}/include/{PYVER}")
     shutil.copy2(f"/usr/include/{MULTIARCH}/{PYVER}/pyconfig.h", f"{py}/include/{PYVER}/pyconfig.h")
     flux = f"{ROOT}/flux-core-{flux_version}-{b32hash('flux-core', flux_version, flux_id, *sorted(prefixes))}"
+    # Fluxion and flux-pmix build against flux-core, each into its own prefix (as spack does).
+    built = [flux]
+    for name, var in (("flux-sched", "SCHED_VERSION"), ("flux-pmix", "PMIX_VERSION")):
+        ver = os.environ[var]
+        built.append(f"{ROOT}/{name}-{ver}-{b32hash(name, ver, flux_id, flux)}")
     site = [f"{p}/lib/{PYVER}/site-packages" for p in sorted(prefixes) if os.path.basename(p).startswith("py-")]
     with open(STATE, "w") as f:
-        json.dump({"prefixes": sorted(prefixes), "flux": flux, "python": py, "libdirs": {}}, f, indent=1)
-    print(f"PYTHON_PREFIX={py}\nFLUX_PREFIX={flux}\nPY_SITE_PATH={':'.join(site)}")
+        json.dump({"prefixes": sorted(prefixes), "flux": flux, "built": built, "python": py, "libdirs": {}}, f, indent=1)
+    print(f"PYTHON_PREFIX={py}\nFLUX_PREFIX={flux}\nSCHED_PREFIX={built[1]}\nPMIX_PREFIX={built[2]}\nPY_SITE_PATH={':'.join(site)}")
 
 
 def elf_files(top):
@@ -279,13 +287,15 @@ def cmd_finish():
     st = json.load(open(STATE))
     own = owners()
     flux = st["flux"]
-    # Index of the tree's libraries by soname, for flux-core's files (linked against /usr/lib).
+    built = [p for p in st["built"] if os.path.isdir(p)]
+    # Index of the tree's libraries by soname, for the built packages' files (linked against
+    # /usr/lib); Debian keeps some in a subdirectory (pmix2/lib).
     by_name = {}
     for pre in st["prefixes"]:
-        for p in glob.glob(f"{pre}/lib/*.so*"):
+        for p in glob.glob(f"{pre}/lib/*.so*") + glob.glob(f"{pre}/lib/*/lib/*.so*"):
             by_name.setdefault(os.path.basename(p), os.path.dirname(p))
     n = 0
-    for f in elf_files(flux):
+    for f in (f for pre in built for f in elf_files(pre)):
         libs = ldd(f)
         if libs is None:
             continue
@@ -304,13 +314,13 @@ def cmd_finish():
         if dirs:
             sh("patchelf", "--force-rpath", "--set-rpath", ":".join(dirs), f)
             n += 1
-    log(f"flux-core: rpath set on {n} ELF files")
+    log(f"{' '.join(os.path.basename(p) for p in built)}: rpath set on {n} ELF files")
     # Byte-compiled python, as spack installs it (Debian compiles at install time instead), with
     # hash-checked .pyc files: the images set every mtime to the epoch, which makes timestamp
     # .pyc files stale, so every flux python command and the brokers' rc1 would compile the
     # stdlib on every start in a read-only view (flux.view.mode=image): 0.35 s a command, not 0.1.
     py = st["python"]
-    pydirs = [d for p in [flux] + st["prefixes"] for d in glob.glob(f"{p}/lib/{PYVER}") + glob.glob(f"{p}/lib/flux/{PYVER}")]
+    pydirs = [d for p in built + st["prefixes"] for d in glob.glob(f"{p}/lib/{PYVER}") + glob.glob(f"{p}/lib/flux/{PYVER}")]
     subprocess.run([f"{py}/bin/{PYVER}", "-m", "compileall", "-q", "-f", "-j", "0", "--invalidation-mode", "checked-hash",
                     "-x", "lib2to3/tests|test/", *pydirs], check=False, stdout=subprocess.DEVNULL)
     # Every ELF file under /opt/software loads only from /opt/software and glibc.
@@ -322,7 +332,7 @@ def cmd_finish():
     if bad:
         raise SystemExit("layout: loaded from outside /opt/software:\n  " + "\n  ".join(bad[:40]))
     # The view: one symlink per file, flux-core first (first one wins, like a spack view).
-    prefixes = [flux] + st["prefixes"]
+    prefixes = built + st["prefixes"]
     vhash = b32hash("view", *prefixes)
     view = f"/opt/views/._view/{vhash}"
     os.makedirs(view)

@@ -17,15 +17,17 @@ import (
 )
 
 // The images made from a real flux-core build (ci/flux/build.sh): its cache directory holds
-// base.tar (Debian minbase, no Flux, no python) and software.tar (opt/software, opt/views,
-// opt/view: flux-core and its dependencies in spack-style prefixes, and the view).
+// base.tar (Debian minbase, no Flux, no python), software.tar (opt/software, opt/views,
+// opt/view: flux-core, Fluxion, flux-pmix and their dependencies in spack-style prefixes, and
+// the view) and mpi.tar (BASE with MPICH, OpenMPI, LAMMPS and mpi-hello).
 const (
 	fluxBaseTar     = "base.tar"
 	fluxSoftwareTar = "software.tar"
+	fluxMPITar      = "mpi.tar"
 	stdPath         = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 )
 
-// fluxImageSet lists the three images, tagged tag; flux is flux-core's version and pyver the
+// fluxImageSet lists the four images, tagged tag; flux is flux-core's version and pyver the
 // view's python directory (python3.11).
 func fluxImageSet(tag, flux, pyver string) []image {
 	view := "/opt/view"
@@ -47,6 +49,12 @@ func fluxImageSet(tag, flux, pyver string) []image {
 			ref: "localhost/minicluster/app:" + tag, file: "app.tar",
 			config:      v1.Config{Cmd: []string{"/bin/bash"}, Env: []string{"PATH=" + stdPath}},
 			description: "Debian 12 minbase: an application image without Flux or python",
+		},
+		{
+			// (d) An MPI application image without Flux.
+			ref: "localhost/minicluster/mpi:" + tag, file: "mpi.tar",
+			config:      v1.Config{Cmd: []string{"/bin/bash"}, Env: []string{"PATH=" + stdPath}},
+			description: "Debian 12 with MPICH 4.0.2, OpenMPI 4.1.4 (PMIx 4.2.2), LAMMPS and mpi-hello-{mpich,openmpi}; no Flux",
 		},
 	}
 }
@@ -71,7 +79,7 @@ func buildFlux(cfg Config, log io.Writer) ([]Written, error) {
 		fmt.Fprintln(log, "images: no --flux-dir (or MINICLUSTER_FLUX_DIR): skipping the flux, flux-view and app images (make flux builds Flux)")
 		return nil, nil
 	}
-	for _, f := range []string{fluxBaseTar, fluxSoftwareTar} {
+	for _, f := range []string{fluxBaseTar, fluxSoftwareTar, fluxMPITar} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			fmt.Fprintf(log, "images: %s: %v: skipping the flux, flux-view and app images (bash ci/flux/build.sh builds Flux)\n", dir, err)
 			return nil, nil
@@ -106,12 +114,21 @@ func buildFlux(cfg Config, log io.Writer) ([]Written, error) {
 	if pyver == "" {
 		return nil, fmt.Errorf("%s: no opt/views/._view/<hash>/lib/python3.*/site-packages in it", fluxSoftwareTar)
 	}
+	mpi, _, err := rootfsLayer(filepath.Join(dir, fluxMPITar), filepath.Join(tmp, "mpi.tar.gz"))
+	if err != nil {
+		return nil, err
+	}
 	var written []Written
 	var failed []error
 	for _, img := range fluxImageSet(cfg.Version, version, pyver) {
-		layers := []v1.Layer{base}
-		if img.file != "app.tar" {
-			layers = append(layers, software)
+		var layers []v1.Layer
+		switch img.file {
+		case "app.tar":
+			layers = []v1.Layer{base}
+		case "mpi.tar":
+			layers = []v1.Layer{mpi}
+		default:
+			layers = []v1.Layer{base, software}
 		}
 		written, failed = writeInto(cfg, img, layers, written, failed)
 	}

@@ -32,7 +32,9 @@ var podPaths = []string{"/minicluster/config", "/minicluster/run", "/minicluster
 
 // fakeFlux stands in for flux. Every call's arguments go, one per line, to $fake/calls/N.
 // `flux R encode` prints a stand-in R and exits with the status in $fake/r-status (default 0);
-// `flux config builtin rc1_path` and `rc3_path` print flux-core's.
+// `flux config builtin rc1_path` and `rc3_path` print flux-core's, `confdir` and
+// `shell_pluginpath` flux-core's prefix $fake/core. Run K of `flux broker` writes its
+// environment to $fake/env.K.
 // Run K of `flux broker` follows line K of $fake/broker: "STATUS [SECONDS [SLEEP [MARK]]]": it
 // moves the fake clock ($fake/clock, which the script's date reads) SECONDS ahead; leaves in its
 // rundir what a worker's rc1 does: "joined" when MARK is joined, "joined" and "stopping" when
@@ -50,7 +52,10 @@ case $1 in
 config)
   case $3 in
   rc1_path) echo 'flux modprobe rc1' ;;
-  *) echo 'flux modprobe rc3' ;;
+  rc3_path) echo 'flux modprobe rc3' ;;
+  confdir) echo "$fake/core/etc/flux" ;;
+  shell_pluginpath) echo "$fake/core/lib/flux/shell/plugins" ;;
+  *) echo "fake flux: unexpected builtin $3" >&2; exit 1 ;;
   esac
   exit 0
   ;;
@@ -62,6 +67,7 @@ broker)
   k=$(($(cat "$fake/nbrokers" 2>/dev/null || echo 0) + 1))
   echo "$k" > "$fake/nbrokers"
   line=$(sed -n "${k}p" "$fake/broker")
+  env > "$fake/env.$k"
   for arg in "$@"; do case $arg in -Srundir=*) rundir=${arg#-Srundir=} ;; esac; done
   if [ -z "$line" ]; then
     echo "fake flux: no behaviour for broker run $k" >&2
@@ -103,6 +109,8 @@ type pod struct {
 	fake   string // the fake flux's files
 	script string
 	env    []string
+	// fluxRoot is the prefix of the fake flux: the view, or / of the pod.
+	fluxRoot string
 }
 
 func requireBusybox(t *testing.T) {
@@ -182,6 +190,11 @@ func newPod(t *testing.T, opts helmtest.Options, index int) *pod {
 	}
 	require.NoError(t, os.MkdirAll(bin, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(bin, "flux"), []byte(strings.ReplaceAll(fakeFlux, "@FAKE@", p.fake)), 0o755))
+	// Fluxion beside flux-core, as in a spack view (or an image's Flux prefix).
+	p.fluxRoot = filepath.Dir(bin)
+	modprobe := filepath.Join(p.fluxRoot, "etc/flux/modprobe/modprobe.d")
+	require.NoError(t, os.MkdirAll(modprobe, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(modprobe, "fluxion.toml"), []byte("[[modules]]\n"), 0o644))
 	return p
 }
 
@@ -272,6 +285,17 @@ func (p *pod) calls(t *testing.T) [][]string {
 }
 
 // brokerRuns is the calls of `flux broker`.
+// call is the first call of the fake flux whose first argument is cmd (nil if none).
+func (p *pod) call(t *testing.T, cmd string) []string {
+	t.Helper()
+	for _, c := range p.calls(t) {
+		if c[0] == cmd {
+			return c
+		}
+	}
+	return nil
+}
+
 func (p *pod) brokerRuns(t *testing.T) [][]string {
 	var runs [][]string
 	for _, c := range p.calls(t) {
@@ -533,9 +557,7 @@ func TestEntrypointInstallsKeysAndResources(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, string(want), string(got))
 	}
-	calls := p.calls(t)
-	require.NotEmpty(t, calls)
-	assert.Equal(t, []string{"R", "encode", "--hosts=flux-sample-[0-15]", "--local"}, calls[0])
+	assert.Equal(t, []string{"R", "encode", "--hosts=flux-sample-[0-15]", "--local"}, p.call(t, "R"))
 	r, err := os.ReadFile(p.root + "/minicluster/run/R")
 	require.NoError(t, err)
 	assert.Equal(t, "{\"version\": 1, \"fake\": true}\n", string(r))
@@ -549,7 +571,7 @@ func TestEntrypointFailsWithoutFlux(t *testing.T) {
 		p.write(t, "/fake/r-status", "1\n", 0o644)
 		status, out := p.run(t)
 		assert.Equal(t, 78, status, out)
-		assert.Contains(t, out, "minicluster[0]: error: flux R encode --hosts=flux-sample-[0-5] failed: Flux cannot run in this image")
+		assert.Contains(t, out, "minicluster[0]: error: flux R encode --hosts=flux-sample-[0-5] --local failed: Flux cannot run in this image")
 		assert.Empty(t, p.brokerRuns(t))
 	})
 	t.Run("no flux in the view", func(t *testing.T) {
@@ -654,4 +676,146 @@ func TestEntrypointWaitsForItsHelpers(t *testing.T) {
 			assert.FileExists(t, keys+"/.ended", "the entrypoint tells the helpers that it ended")
 		})
 	}
+}
+
+// brokerEnv is the environment run k of the fake broker had.
+func (p *pod) brokerEnv(t *testing.T, k int) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(p.fake, fmt.Sprintf("env.%d", k)))
+	require.NoError(t, err)
+	env := map[string]string{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, "="); ok {
+			env[k] = v
+		}
+	}
+	return env
+}
+
+// The scheduler: Fluxion's modprobe files and modules from the prefix of the Flux the pod runs
+// (the view here), or a message naming what is missing; sched-simple needs nothing.
+func TestEntrypointScheduler(t *testing.T) {
+	t.Parallel()
+	t.Run("fluxion from the view", func(t *testing.T) {
+		t.Parallel()
+		p := newPod(t, helmtest.Options{Set: []string{"command=hostname"}}, 0)
+		p.brokers(t, "0")
+		status, out := p.run(t)
+		require.Equal(t, 0, status, out)
+		env := p.brokerEnv(t, 1)
+		assert.Equal(t, p.fluxRoot+"/etc/flux/modprobe:/minicluster/modprobe", env["FLUX_MODPROBE_PATH_APPEND"])
+		assert.Equal(t, p.fluxRoot+"/lib/flux/modules", env["FLUX_MODULE_PATH_PREPEND"])
+		assert.Equal(t, p.fluxRoot+"/libexec/flux/cmd", env["FLUX_EXEC_PATH_PREPEND"])
+	})
+	t.Run("fluxion missing", func(t *testing.T) {
+		t.Parallel()
+		p := newPod(t, helmtest.Options{Set: []string{"flux.view.image=example.com/view:1"}}, 0)
+		require.NoError(t, os.RemoveAll(p.fluxRoot+"/etc/flux/modprobe"))
+		status, out := p.run(t)
+		assert.Equal(t, 78, status, out)
+		assert.Contains(t, out, "error: flux.scheduler=fluxion, but the flux view of example.com/view:1 has no Fluxion (flux-sched)")
+		assert.Contains(t, out, "or set flux.scheduler=simple")
+		assert.Empty(t, p.brokerRuns(t))
+	})
+	t.Run("fluxion in flux-core's prefix", func(t *testing.T) {
+		t.Parallel()
+		p := newPod(t, helmtest.Options{Set: []string{"command=hostname", "flux.view.enabled=false"}}, 0)
+		require.NoError(t, os.RemoveAll(p.fluxRoot+"/etc/flux/modprobe"))
+		require.NoError(t, os.MkdirAll(p.fake+"/core/etc/flux/modprobe/modprobe.d", 0o755))
+		require.NoError(t, os.WriteFile(p.fake+"/core/etc/flux/modprobe/modprobe.d/fluxion.toml", nil, 0o644))
+		p.brokers(t, "0")
+		status, out := p.run(t)
+		require.Equal(t, 0, status, out)
+		assert.Equal(t, "/minicluster/modprobe", p.brokerEnv(t, 1)["FLUX_MODPROBE_PATH_APPEND"])
+	})
+	t.Run("simple needs no Fluxion", func(t *testing.T) {
+		t.Parallel()
+		p := newPod(t, helmtest.Options{Set: []string{"command=hostname", "flux.scheduler=simple"}}, 0)
+		require.NoError(t, os.RemoveAll(p.fluxRoot+"/etc/flux/modprobe"))
+		p.brokers(t, "0")
+		status, out := p.run(t)
+		require.Equal(t, 0, status, out)
+		assert.NotContains(t, p.brokerEnv(t, 1), "FLUX_MODULE_PATH_PREPEND")
+	})
+}
+
+// flux-pmix: a command that asks for -o pmi=pmix needs its shell plugin; one in the view (not
+// in flux-core's plugin path) becomes the job shells' plugin path.
+func TestEntrypointPMIx(t *testing.T) {
+	t.Parallel()
+	command := "command=flux run -N 2 -o pmi=pmix ./ring"
+	t.Run("missing", func(t *testing.T) {
+		t.Parallel()
+		p := newPod(t, helmtest.Options{Set: []string{"flux.view.image=example.com/view:1", command}}, 0)
+		status, out := p.run(t)
+		assert.Equal(t, 78, status, out)
+		assert.Contains(t, out, "error: the command asks for -o pmi=pmix (OpenMPI's PMIx, served by flux-pmix), but the flux view of example.com/view:1 has no flux-pmix: no lib/flux/shell/plugins/pmix.so")
+		assert.Empty(t, p.brokerRuns(t))
+	})
+	t.Run("in the view", func(t *testing.T) {
+		t.Parallel()
+		p := newPod(t, helmtest.Options{Set: []string{command}}, 0)
+		plugins := p.fluxRoot + "/lib/flux/shell/plugins"
+		require.NoError(t, os.MkdirAll(plugins, 0o755))
+		require.NoError(t, os.WriteFile(plugins+"/pmix.so", nil, 0o644))
+		p.brokers(t, "0")
+		status, out := p.run(t)
+		require.Equal(t, 0, status, out)
+		assert.Contains(t, p.brokerRuns(t)[0], "-Sconf.shell_pluginpath="+plugins)
+	})
+	t.Run("not asked for, not there", func(t *testing.T) {
+		t.Parallel()
+		p := newPod(t, helmtest.Options{Set: []string{"command=hostname"}}, 0)
+		p.brokers(t, "0")
+		status, out := p.run(t)
+		require.Equal(t, 0, status, out)
+		for _, arg := range p.brokerRuns(t)[0] {
+			assert.NotContains(t, arg, "shell_pluginpath")
+		}
+	})
+}
+
+// R: cores and GPUs per broker from the pod's limits (or values) instead of hwloc's view of the
+// node; GPUs alone keep the cores the pod sees.
+func TestEntrypointDescribesCoresAndGPUs(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		set  []string
+		want []string
+	}{
+		{"hwloc", nil, []string{"--local"}},
+		{"cpu limit", []string{"resources.limits.cpu=3"}, []string{"--cores=0-2"}},
+		{"millicores", []string{"resources.limits.cpu=1500m"}, []string{"--cores=0"}},
+		{"less than a core", []string{"resources.limits.cpu=250m"}, []string{"--cores=0"}},
+		{"values win", []string{"resources.limits.cpu=3", "flux.coresPerBroker=8"}, []string{"--cores=0-7"}},
+		{"nvidia GPUs", []string{"resources.limits.cpu=4", "resources.limits.nvidia\\.com/gpu=2"}, []string{"--cores=0-3", "--gpus=0-1"}},
+		{"amd GPU", []string{"resources.limits.cpu=2", "resources.limits.amd\\.com/gpu=1"}, []string{"--cores=0-1", "--gpus=0"}},
+		{"declared GPUs", []string{"flux.gpusPerBroker=2", "flux.coresPerBroker=2"}, []string{"--cores=0-1", "--gpus=0-1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := newPod(t, helmtest.Options{Set: append([]string{"maxSize=4", "command=hostname"}, tc.set...)}, 0)
+			p.brokers(t, "0")
+			status, out := p.run(t)
+			require.Equal(t, 0, status, out)
+			assert.Equal(t, append([]string{"R", "encode", "--hosts=flux-sample-[0-3]"}, tc.want...), p.call(t, "R"))
+		})
+	}
+	t.Run("GPUs without a CPU limit", func(t *testing.T) {
+		t.Parallel()
+		p := newPod(t, helmtest.Options{Set: []string{"maxSize=4", "command=hostname", "flux.gpusPerBroker=1"}}, 0)
+		p.brokers(t, "0")
+		status, out := p.run(t)
+		require.Equal(t, 0, status, out)
+		nproc, err := exec.Command(busybox, "nproc").Output()
+		require.NoError(t, err)
+		n, err := strconv.Atoi(strings.TrimSpace(string(nproc)))
+		require.NoError(t, err)
+		cores := "--cores=0"
+		if n > 1 {
+			cores = fmt.Sprintf("--cores=0-%d", n-1)
+		}
+		assert.Equal(t, []string{"R", "encode", "--hosts=flux-sample-[0-3]", cores, "--gpus=0"}, p.call(t, "R"))
+	})
 }

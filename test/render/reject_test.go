@@ -46,6 +46,13 @@ func TestBadValuesAreRejected(t *testing.T) {
 		{"view image without image volumes", helmtest.Options{Set: []string{"flux.view.mode=image"}, KubeVersion: "v1.32.5"},
 			[]string{"flux.view.mode=image", "needs Kubernetes >= 1.33", "runs v1.32.5", "set flux.view.mode=copy"}},
 		{"unknown view mode", helmtest.Options{Set: []string{"flux.view.mode=link"}}, []string{"/flux/view/mode", "copy", "image"}},
+		{"unknown scheduler", helmtest.Options{Set: []string{"flux.scheduler=slurm"}}, []string{"/flux/scheduler", "fluxion", "simple"}},
+		{"unknown queue policy", helmtest.Options{Set: []string{"flux.queuePolicy=lifo"}}, []string{"/flux/queuePolicy", "fcfs", "easy", "conservative", "hybrid"}},
+		{"queue policy without Fluxion", helmtest.Options{Set: []string{"flux.scheduler=simple", "flux.queuePolicy=easy"}},
+			[]string{"flux.queuePolicy=easy", "flux.scheduler=simple", "set flux.scheduler=fluxion"}},
+		{"shared memory not a quantity", helmtest.Options{Set: []string{"sharedMemory=1 GB"}},
+			[]string{`sharedMemory="1 GB" is not a Kubernetes quantity`, "1Gi"}},
+		{"negative GPUs", helmtest.Options{Set: []string{"flux.gpusPerBroker=-1"}}, []string{"/flux/gpusPerBroker", "minimum"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := helmtest.Template(tc.opts)

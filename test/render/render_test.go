@@ -161,6 +161,11 @@ type brokerConfig struct {
 		Noverify bool   `toml:"noverify"`
 	} `toml:"resource"`
 	Access map[string]bool `toml:"access"`
+	// Fluxion's queue manager (flux.scheduler=fluxion) or modprobe's choice of sched-simple.
+	Qmanager map[string]string `toml:"sched-fluxion-qmanager"`
+	Modules  struct {
+		Alternatives map[string]string `toml:"alternatives"`
+	} `toml:"modules"`
 }
 
 func TestBrokerConfig(t *testing.T) {
@@ -180,6 +185,8 @@ func TestBrokerConfig(t *testing.T) {
 	assert.Equal(t, "flux-sample-[0-5]", b.Hosts[0].Host)
 	assert.Equal(t, "/minicluster/run/R", cfg.Resource.Path)
 	assert.True(t, cfg.Access["allow-root-owner"])
+	assert.Equal(t, map[string]string{"queue-policy": "fcfs"}, cfg.Qmanager, "Fluxion by default, first come first served")
+	assert.Empty(t, cfg.Modules.Alternatives)
 	assert.Equal(t, "flux-sample-[0-5]", cm.Data["hosts"])
 	assert.Equal(t, "6", cm.Data["size"])
 
@@ -195,6 +202,34 @@ func TestBrokerConfig(t *testing.T) {
 	job := get[*batchv1.Job](t, objs, "Job", "flux-sample")
 	assert.Contains(t, job.Spec.Template.Spec.Volumes, corev1.Volume{Name: "broker-config", VolumeSource: corev1.VolumeSource{
 		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm.Name}}}})
+}
+
+// The scheduler reaches broker.toml: Fluxion's queue policy, or sched-simple chosen over a
+// Fluxion that flux modprobe would otherwise prefer.
+func TestSchedulerConfig(t *testing.T) {
+	for _, tc := range []struct {
+		set      []string
+		sched    string
+		qmanager map[string]string
+		alts     map[string]string
+	}{
+		{[]string{"flux.queuePolicy=easy"}, "fluxion", map[string]string{"queue-policy": "easy"}, nil},
+		{[]string{"flux.queuePolicy=conservative"}, "fluxion", map[string]string{"queue-policy": "conservative"}, nil},
+		{[]string{"flux.scheduler=simple"}, "simple", nil, map[string]string{"sched": "sched-simple", "feasibility": "sched-simple"}},
+	} {
+		t.Run(strings.Join(tc.set, ","), func(t *testing.T) {
+			objs := render(t, helmtest.Options{Set: tc.set})
+			cm := get[*corev1.ConfigMap](t, objs, "ConfigMap", "flux-sample-broker")
+			var cfg brokerConfig
+			md, err := toml.Decode(cm.Data["broker.toml"], &cfg)
+			require.NoError(t, err)
+			assert.Empty(t, md.Undecoded())
+			assert.Equal(t, tc.qmanager, cfg.Qmanager)
+			assert.Equal(t, tc.alts, cfg.Modules.Alternatives)
+			job := get[*batchv1.Job](t, objs, "Job", "flux-sample")
+			assert.Contains(t, job.Spec.Template.Spec.Containers[0].Env, corev1.EnvVar{Name: "MINICLUSTER_SCHEDULER", Value: tc.sched})
+		})
+	}
 }
 
 func TestHostlistForms(t *testing.T) {

@@ -48,11 +48,49 @@
   "default_bind" (printf "tcp://%s:%%p" .Values.flux.interface)
   "default_connect" (printf "tcp://%%h.%s:%%p" (include "minicluster.domain" .))
   "hosts" (list (dict "host" (include "minicluster.hosts" .))) -}}
-{{- toToml (dict
+{{- $config := dict
   "bootstrap" $bootstrap
   "resource" (dict "path" (include "minicluster.resourcePath" .) "noverify" true)
-  "access" (dict "allow-guest-user" true "allow-root-owner" true)) -}}
+  "access" (dict "allow-guest-user" true "allow-root-owner" true) -}}
+{{- if eq .Values.flux.scheduler "fluxion" -}}
+{{- $_ := set $config "sched-fluxion-qmanager" (dict "queue-policy" .Values.flux.queuePolicy) -}}
+{{- else -}}
+{{- /* flux modprobe picks the scheduler with the highest priority (Fluxion's, where it is installed): name flux-core's. */ -}}
+{{- $_ := set $config "modules" (dict "alternatives" (dict "sched" "sched-simple" "feasibility" "sched-simple")) -}}
 {{- end -}}
+{{- toToml $config -}}
+{{- end -}}
+{{- end -}}
+
+{{/* minicluster.coresPerBroker is the cores each broker describes to Flux: flux.coresPerBroker, or
+resources.limits.cpu rounded down (at least 1), or 0 (hwloc's view of the node). */}}
+{{- define "minicluster.coresPerBroker" -}}
+{{- $n := int .Values.flux.coresPerBroker -}}
+{{- $cpu := dig "limits" "cpu" "" (.Values.resources | default dict) | toString -}}
+{{- if and (eq $n 0) $cpu -}}
+{{- if hasSuffix "m" $cpu -}}
+{{- $n = div (trimSuffix "m" $cpu | int) 1000 -}}
+{{- else -}}
+{{- $n = floor ($cpu | float64) | int -}}
+{{- end -}}
+{{- $n = max $n 1 -}}
+{{- end -}}
+{{- $n -}}
+{{- end -}}
+
+{{/* minicluster.gpusPerBroker is the GPUs each broker describes to Flux: flux.gpusPerBroker, or the
+pod's nvidia.com/gpu or amd.com/gpu limit, or 0. */}}
+{{- define "minicluster.gpusPerBroker" -}}
+{{- $n := int .Values.flux.gpusPerBroker -}}
+{{- if eq $n 0 -}}
+{{- $limits := dig "limits" dict (.Values.resources | default dict) -}}
+{{- range $device := list "nvidia.com/gpu" "amd.com/gpu" -}}
+{{- if and (eq $n 0) (hasKey $limits $device) -}}
+{{- $n = int (get $limits $device) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- $n -}}
 {{- end -}}
 
 {{/* minicluster.parameters is the JSON annotation the post-renderer reads from the broker ConfigMap. */}}

@@ -107,6 +107,19 @@ spec:
           value: {{ .Values.flux.cleanupTimeout | quote }}
         - name: MINICLUSTER_TOPOLOGY
           value: {{ .Values.flux.topology | quote }}
+        - name: MINICLUSTER_SCHEDULER
+          value: {{ .Values.flux.scheduler | quote }}
+        # What each broker describes to Flux (0: what hwloc sees on the node).
+        - name: MINICLUSTER_CORES
+          value: {{ include "minicluster.coresPerBroker" . | quote }}
+        - name: MINICLUSTER_GPUS
+          value: {{ include "minicluster.gpusPerBroker" . | quote }}
+        # OpenMPI's TCP (between pods) on the brokers' interface: it would otherwise try every
+        # interface it finds, loopback and bridges included.
+        - name: OMPI_MCA_btl_tcp_if_include
+          value: {{ .Values.flux.interface | quote }}
+        - name: OMPI_MCA_oob_tcp_if_include
+          value: {{ .Values.flux.interface | quote }}
         # One option per line: options may contain spaces.
         # The helpers' shared directories: the entrypoint waits for each one's .ready.
         - name: MINICLUSTER_HELPERS
@@ -118,6 +131,8 @@ spec:
           value: {{ ternary (printf "%s/view" $view.mountPath) "" $viewCopy | quote }}
         - name: MINICLUSTER_FLUX_VIEW_ROOT
           value: {{ ternary $view.mountPath "" $viewImage | quote }}
+        - name: MINICLUSTER_FLUX_VIEW_IMAGE
+          value: {{ ternary $view.image "" $view.enabled | quote }}
         {{- with .Values.env }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
@@ -170,6 +185,10 @@ spec:
         {{- if .Values.munge.enabled }}
         - name: munge-installed
           mountPath: /etc/munge
+        {{- end }}
+        {{- if .Values.sharedMemory }}
+        - name: shm
+          mountPath: /dev/shm
         {{- end }}
         {{- with .Values.volumeMounts }}
         {{- toYaml . | nindent 8 }}
@@ -321,6 +340,13 @@ spec:
     - name: munge-installed
       emptyDir:
         medium: Memory
+    {{- end }}
+    {{- with .Values.sharedMemory }}
+    # A larger /dev/shm than the runtime's 64 MiB, in memory.
+    - name: shm
+      emptyDir:
+        medium: Memory
+        sizeLimit: {{ . }}
     {{- end }}
     {{- with .Values.volumes }}
     {{- toYaml . | nindent 4 }}

@@ -22,6 +22,14 @@
 {{- if and .Values.flux.view.enabled (eq .Values.flux.view.mode "image") (semverCompare "<1.33-0" .Capabilities.KubeVersion.Version) -}}
 {{- fail (printf "flux.view.mode=image mounts the view image as an image volume, which needs Kubernetes >= 1.33 (on by default from 1.35); this cluster runs %s: set flux.view.mode=copy" .Capabilities.KubeVersion.Version) -}}
 {{- end -}}
+{{- if and (eq .Values.flux.scheduler "simple") (ne .Values.flux.queuePolicy "fcfs") -}}
+{{- fail (printf "flux.queuePolicy=%s is a policy of Fluxion's queue, but flux.scheduler=simple (sched-simple has no queue policy): set flux.scheduler=fluxion, or leave flux.queuePolicy at fcfs" .Values.flux.queuePolicy) -}}
+{{- end -}}
+{{- with .Values.sharedMemory -}}
+{{- if not (regexMatch "^[0-9]+(\\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$" (toString .)) -}}
+{{- fail (printf "sharedMemory=%q is not a Kubernetes quantity: give the size of /dev/shm such as 512Mi, 1Gi or 2G (or \"\" for the runtime's)" (toString .)) -}}
+{{- end -}}
+{{- end -}}
 {{- include "minicluster.validateUpgrade" . -}}
 {{- end -}}
 
