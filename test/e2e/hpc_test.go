@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -51,9 +50,12 @@ func TestFluxionQueueAndResize(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t, "fluxion")
 	r := newRelease(t, ns, "flux-sample", helm4)
-	r.install("--set", "size=2,maxSize=4,interactive=true,flux.queuePolicy=easy,flux.coresPerBroker=2")
+	r.install("--set", "size=2,maxSize=4,interactive=true,flux.queuePolicy=easy,flux.coresPerBroker=2,sharedMemory=256Mi")
 	pods := up(t, r, 2, 4)
 	lead := pods[0].Name
+	if out, stderr, err := execIn(ns, pods[1].Name, "flux", "df", "-m", "/dev/shm"); err != nil || !regexp.MustCompile(`(?m)^tmpfs\s+256\s.*/dev/shm$`).MatchString(out) {
+		t.Errorf("sharedMemory=256Mi: df -m /dev/shm in a worker: %q %v %s", out, err, stderr)
+	}
 	mods := modules(t, ns, lead)
 	for _, m := range []string{"sched-fluxion-resource", "sched-fluxion-qmanager"} {
 		if !mods[m] {
@@ -63,7 +65,7 @@ func TestFluxionQueueAndResize(t *testing.T) {
 	if mods["sched-simple"] {
 		t.Errorf("sched-simple is loaded beside Fluxion: %v", mods)
 	}
-	if out, _, err := fluxIn(ns, lead, "config", "get", "sched-fluxion-qmanager.queue-policy"); err != nil || strings.TrimSpace(out) != `"easy"` {
+	if out, _, err := fluxIn(ns, lead, "config", "get", "sched-fluxion-qmanager.queue-policy"); err != nil || strings.TrimSpace(out) != "easy" {
 		t.Errorf("[sched-fluxion-qmanager] queue-policy in the lead's config = %q (%v), want \"easy\"", out, err)
 	}
 	// Fluxion reports the policy it runs with.
@@ -125,25 +127,8 @@ func TestFluxionQueueAndResize(t *testing.T) {
 	r.uninstallToNothing()
 }
 
-// mpiRun runs an ephemeral MiniCluster of size brokers from the MPI image whose lead runs
-// command, waits until the Job completes and returns the lead's log.
-func mpiRun(t *testing.T, prefix, command string, size int, set ...string) string {
-	t.Helper()
-	ns := newNamespace(t, prefix)
-	r := newRelease(t, ns, "flux-sample", helm4)
-	args := []string{"--set", fmt.Sprintf("size=%d,image=%s", size, mpiImage), "--set-string", "command=" + command}
-	for _, s := range set {
-		args = append(args, "--set", s)
-	}
-	r.install(args...)
-	waitJobComplete(t, r, 4*time.Minute)
-	log := leadLog(t, r)
-	r.uninstallToNothing()
-	return log
-}
-
 // leadLog is the whole log of the release's lead broker.
-func leadLog(t *testing.T, r *release) string {
+func leadLog(t testing.TB, r *release) string {
 	t.Helper()
 	pods, err := kube.CoreV1().Pods(r.ns).List(context.Background(), metav1.ListOptions{
 		LabelSelector: fmt.Sprintf("app.kubernetes.io/instance=%s,%s=0", r.name, indexLabel)})
@@ -189,29 +174,31 @@ func mapKeys(m map[string]bool) func(func(string) bool) {
 	}
 }
 
-// MPICH (Debian's 4.0.2) through Flux's own PMI: 8 ranks on 4 pods pass a ring, a 1 MiB
-// ring and an allreduce over the pod network. /dev/shm is the 1Gi memory volume of
-// sharedMemory, which MPICH's shared-memory transport between the two ranks of a pod uses.
-func TestMPICH(t *testing.T) {
-	t.Parallel()
-	log := mpiRun(t, "mpich", "df -m /dev/shm | tail -1; flux run -N 4 -n 8 mpi-hello-mpich", 4, "sharedMemory=1Gi")
-	checkMPIHello(t, log, 8, 4, "MPICH Version:")
-	if !regexp.MustCompile(`(?m)^shm\s+1024\s`).MatchString(log) {
-		t.Errorf("/dev/shm is not the 1Gi memory volume (df -m /dev/shm):\n%s", log)
-	}
+// installValues installs a file of values/ with the MPI image, waits until the Job completes
+// and returns the lead's log.
+func installValues(t *testing.T, file string, within time.Duration, args ...string) string {
+	t.Helper()
+	ns := newNamespace(t, strings.TrimSuffix(file, ".yaml"))
+	r := newRelease(t, ns, "flux-sample", helm4)
+	r.install(append([]string{"-f", filepath.Join(repoRoot, "values", file), "--set", "image=" + mpiImage}, args...)...)
+	waitJobComplete(t, r, within)
+	log := leadLog(t, r)
+	r.uninstallToNothing()
+	return log
 }
 
-// OpenMPI (Debian's 4.1.4, PMIx 4.2.2) through flux-pmix from the view: 8 ranks on 4 pods,
-// the same checks; the environment OpenMPI needs in a container comes from values/openmpi.yaml.
+// values/mpich.yaml: MPICH (Debian's 4.0.2) through Flux's own PMI: 8 ranks on 4 pods pass a
+// ring, a 1 MiB ring and an allreduce over the pod network.
+func TestMPICH(t *testing.T) {
+	t.Parallel()
+	checkMPIHello(t, installValues(t, "mpich.yaml", 4*time.Minute), 8, 4, "MPICH Version:")
+}
+
+// values/openmpi.yaml: OpenMPI (Debian's 4.1.4, PMIx 4.2.2) through flux-pmix from the view: 8
+// ranks on 4 pods, the same checks, with the environment the values file sets.
 func TestOpenMPI(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t, "openmpi")
-	r := newRelease(t, ns, "flux-sample", helm4)
-	r.install("-f", filepath.Join(repoRoot, "values", "openmpi.yaml"), "--set", "image="+mpiImage)
-	waitJobComplete(t, r, 4*time.Minute)
-	log := leadLog(t, r)
-	checkMPIHello(t, log, 8, 4, "Open MPI v4.1.4")
-	r.uninstallToNothing()
+	checkMPIHello(t, installValues(t, "openmpi.yaml", 4*time.Minute), 8, 4, "Open MPI v4.1.4")
 }
 
 // values/lammps.yaml: LAMMPS across 4 brokers, one rank each, with OpenMPI through flux-pmix;
@@ -219,11 +206,7 @@ func TestOpenMPI(t *testing.T) {
 // the job ran on all 4 brokers.
 func TestLAMMPS(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t, "lammps")
-	r := newRelease(t, ns, "flux-sample", helm4)
-	r.install("-f", filepath.Join(repoRoot, "values", "lammps.yaml"), "--set", "image="+mpiImage)
-	waitJobComplete(t, r, 6*time.Minute)
-	log := leadLog(t, r)
+	log := installValues(t, "lammps.yaml", 6*time.Minute)
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`(?m)^\s*Step\s+Temp\s+E_pair`),                         // thermo header
 		regexp.MustCompile(`(?m)^\s*250\s+\S+\s+\S+`),                              // the last thermo step
@@ -235,7 +218,6 @@ func TestLAMMPS(t *testing.T) {
 			t.Errorf("the lead's log lacks %s:\n%s", want, log)
 		}
 	}
-	r.uninstallToNothing()
 }
 
 // values/gpu.yaml as written, but for its CUDA image and nvidia-smi, which this cluster cannot
@@ -265,7 +247,7 @@ func TestGPUValues(t *testing.T) {
 	ns := newNamespace(t, "gpu")
 	r := newRelease(t, ns, "flux-sample", helm4)
 	r.install("-f", filepath.Join(repoRoot, "values", "gpu.yaml"), "--set", "image="+appImage,
-		"--set-string", `command=flux resource list -no "{ngpus} gpus on {nnodes} nodes"; flux run -N 2 -n 2 -g 1 sh -c 'echo "$(hostname) CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"'`)
+		"--set-string", `command=flux resource list -s up -no "{ngpus} gpus on {nnodes} nodes"; flux run -N 2 -n 2 -g 1 sh -c 'echo "$(hostname) CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"'`)
 	waitJobComplete(t, r, 4*time.Minute)
 	pods, err := kube.CoreV1().Pods(ns).List(ctx, brokerSelector(r.name))
 	if err != nil || len(pods.Items) == 0 {
@@ -283,4 +265,30 @@ func TestGPUValues(t *testing.T) {
 	r.uninstallToNothing()
 }
 
-var _ = corev1.PodRunning
+// values/interactive.yaml stays up with 4 brokers for `flux` by hand in the lead; values/elastic.yaml
+// starts with 2 of at most 10 and grows to 10 and shrinks to 1 without restarting the instance.
+func TestInteractiveAndElasticValues(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t, "interactive")
+	r := newRelease(t, ns, "flux-sample", helm4)
+	r.install("-f", filepath.Join(repoRoot, "values", "interactive.yaml"))
+	pods := up(t, r, 4, 16)
+	checkFluxRun(t, ns, r.name, pods)
+	r.uninstallToNothing()
+
+	ns = newNamespace(t, "elastic")
+	r = newRelease(t, ns, "flux-sample", helm4)
+	r.install("-f", filepath.Join(repoRoot, "values", "elastic.yaml"))
+	lead := up(t, r, 2, 10)[0]
+	for _, size := range []int{10, 1} {
+		if _, err := r.upgrade("--set", fmt.Sprintf("size=%d", size)); err != nil {
+			t.Fatalf("resize to %d: %v", size, err)
+		}
+		pods := waitFluxUp(t, ns, r.name, size, 10, wiringTimeout)
+		if pods[0].UID != lead.UID {
+			t.Errorf("resize to %d replaced the lead: the instance restarted", size)
+		}
+		checkFluxRun(t, ns, r.name, pods)
+	}
+	r.uninstallToNothing()
+}

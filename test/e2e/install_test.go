@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -146,15 +147,21 @@ func TestEphemeralHelloWorld(t *testing.T) {
 	r.uninstallToNothing()
 }
 
-// Flux in the application image (flux.view.enabled=false): `flux run -N 3 hostname` on every
+// Flux in the application image (flux.view.enabled=false) with flux-core's own scheduler
+// (flux.scheduler=simple, although the image has Fluxion): `flux run -N 3 hostname` on every
 // broker, the Job completes.
 func TestFluxInImage(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t, "inimage")
 	r := newRelease(t, ns, "flux-sample", helm4)
-	r.install("--set", "size=3,flux.view.enabled=false,image="+fluxImage, "--set-string", "command=flux run -N 3 hostname")
+	r.install("--set", "size=3,flux.view.enabled=false,flux.scheduler=simple,image="+fluxImage,
+		"--set-string", "command=flux module list && flux run -N 3 hostname")
 	waitJobComplete(t, r, 3*time.Minute)
 	checkLeadPrintedHostnames(t, r, 3)
+	log := leadLog(t, r)
+	if !regexp.MustCompile(`(?m)^sched-simple\s.*\bsched\b`).MatchString(log) || strings.Contains(log, "sched-fluxion") {
+		t.Errorf("flux.scheduler=simple: flux module list should show sched-simple as sched and no Fluxion:\n%s", log)
+	}
 	r.uninstallToNothing()
 }
 

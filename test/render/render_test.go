@@ -481,6 +481,7 @@ func TestUserSettingsReachThePods(t *testing.T) {
 	spec := job.Spec.Template.Spec
 	c := spec.Containers[0]
 	assert.Equal(t, "1", c.Resources.Limits.Name("nvidia.com/gpu", "").String())
+	assert.Contains(t, c.Env, corev1.EnvVar{Name: "MINICLUSTER_GPUS", Value: "1"}, "Flux describes the GPU of the limit")
 	assert.Equal(t, "nvidia.com/gpu", spec.Tolerations[0].Key)
 	assert.Equal(t, "true", spec.NodeSelector["nvidia.com/gpu.present"])
 	assert.Equal(t, "runner", spec.ServiceAccountName)
