@@ -2,7 +2,8 @@
 # make demo: a MiniCluster from nothing, step by step, saying what happens. Builds helm, the
 # project's binaries and the test images; starts the local cluster when none answers in
 # KUBECONFIG; runs values/hello-world.yaml (the lead prints every broker's hostname, the Job
-# completes); then an interactive MiniCluster of 4, resized to 6, and uninstalled to nothing.
+# completes) and values/openmpi.yaml (an MPI program across 4 brokers); then an interactive
+# MiniCluster of 4, resized to 6, and uninstalled to nothing.
 # Real Flux: flux-core built from source (ci/flux), copied into a Debian image without Flux from
 # a view image with the flux-view layout, as the chart's default does with the real ones.
 set -euo pipefail
@@ -20,6 +21,7 @@ read -ra EXTRA <<<"${DEMO_HELM_ARGS:-}" # e.g. --post-renderer bin/minicluster-p
 images() {
 	local tag
 	tag=$(cat VERSION)
+	MPI_IMAGE=${1}mpi:$tag
 	IMAGES=("${EXTRA[@]}" --set "image=${1}app:$tag,imagePullPolicy=IfNotPresent,flux.view.image=${1}flux-view:$tag,flux.view.imagePullPolicy=IfNotPresent,keygen.image.pullPolicy=IfNotPresent,tests.image=${1}busybox:$tag,tests.imagePullPolicy=IfNotPresent")
 	if [[ $1 != localhost/minicluster/ ]]; then IMAGES+=(--set "imageRegistry=${1%/}"); fi
 }
@@ -98,6 +100,14 @@ sed 's/^/     | /' "${TMPDIR:-/tmp}/demo-lead.log"
 "$HELM" uninstall "$RELEASE" -n "$NS" >/dev/null
 until nothing_left; do sleep 0.2; done
 step "uninstalled: nothing of $RELEASE is left"
+
+step "helm install $RELEASE -f values/openmpi.yaml (MPI: 8 OpenMPI ranks on 4 brokers, Fluxion schedules, flux-pmix serves PMIx)"
+"$HELM" install "$RELEASE" "$CHART" -n "$NS" -f values/openmpi.yaml "${IMAGES[@]}" --set "image=$MPI_IMAGE" >/dev/null
+k wait --for=condition=complete "job/$RELEASE" --timeout=300s >/dev/null
+say "the Job completed; the lead's log, the program's output (hello from each rank, then the ring and allreduce across the pods):"
+k logs -l "$LEAD" -c flux --tail=-1 | grep -E "^(hello from|ring:|mpi-hello)" | sort -V | sed 's/^/     | /'
+"$HELM" uninstall "$RELEASE" -n "$NS" >/dev/null
+until nothing_left; do sleep 0.2; done
 
 step "helm install $RELEASE -f values/interactive.yaml (4 brokers that stay up)"
 "$HELM" install "$RELEASE" "$CHART" -n "$NS" -f values/interactive.yaml "${IMAGES[@]}" >/dev/null
