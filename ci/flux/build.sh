@@ -283,9 +283,9 @@ if [[ ! -f $build/.pmix-done ]]; then
 	mkdir -p "$build/root/pmix"
 	tar -C "$build/root/pmix" --strip-components=1 -xzf "$pmix_src"
 	sed -i "s/^\\( *\\)m4_esyscmd(\\[git describe.*\\]))\$/\\1[$pmix_version])/" "$build/root/pmix/configure.ac"
-	grep -q "^AC_INIT(\[flux-pmix\],\$" "$build/root/pmix/configure.ac" &&
-		grep -q "^ *\[$pmix_version\])" "$build/root/pmix/configure.ac" ||
+	if ! grep -q "^ *\\[$pmix_version\\])\$" "$build/root/pmix/configure.ac"; then
 		die "flux-pmix: could not write version $pmix_version into AC_INIT of configure.ac"
+	fi
 	mount_chroot "$build"
 	# shellcheck disable=SC2016 # expanded by the shell in the chroot
 	in_build /bin/bash -c '
@@ -348,7 +348,7 @@ if [[ ! -f $cache/mpi.tar ]]; then
 		rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin
 	'
 	cleanup
-	rm -rf "${mpi:?}"/var/cache/apt/archives/*.deb "$mpi"/dev/* "$mpi/etc/resolv.conf"
+	rm -rf "${mpi:?}"/var/cache/apt/archives/*.deb "${mpi:?}"/dev/* "$mpi/etc/resolv.conf"
 	install -m 0755 "$build/root/mpi/mpi-hello-mpich" "$build/root/mpi/mpi-hello-openmpi" "$mpi/usr/local/bin/"
 	tar -C "$mpi" --numeric-owner --sort=name -cf "$cache/mpi.tar.tmp" .
 	mv "$cache/mpi.tar.tmp" "$cache/mpi.tar"
