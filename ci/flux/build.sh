@@ -77,7 +77,10 @@ sched_version=$(basename "$sched_src" .tar.gz)
 sched_version=${sched_version#flux-sched-}
 pmix_version=$(basename "$pmix_src" .tar.gz)
 pmix_version=${pmix_version#flux-pmix-}
-id=$({ echo "$id"; sha256sum "$sched_src" "$pmix_src" | cut -d' ' -f1; cat "$here"/mpi/*; } | sha256sum | cut -d' ' -f1)
+id=$({ echo "$id"; sha256sum "$sched_src" "$pmix_src" | cut -d' ' -f1; } | sha256sum | cut -d' ' -f1)
+# The MPI image's root filesystem is made again, alone, when its sources or recipe change.
+MPI_REVISION=1
+mpi_id=$({ echo "$MPI_REVISION"; cat "$here"/mpi/*; } | sha256sum | cut -d' ' -f1)
 # Raised when what this script makes changes, so that a cached build is made again.
 LAYOUT_REVISION=3
 cache=${MINICLUSTER_CACHE:-$HOME/.cache/minicluster}/flux/$id-r$LAYOUT_REVISION
@@ -85,7 +88,8 @@ if [[ ${1:-} == --print-dir ]]; then
 	echo "$cache"
 	exit 0
 fi
-if [[ -f $cache/done ]]; then
+mpi_current() { [[ -f $cache/mpi.tar && $(cat "$cache/mpi.id" 2>/dev/null) == "$mpi_id" ]]; }
+if [[ -f $cache/done ]] && mpi_current; then
 	echo "flux: used the cache $cache (flux-core $version, flux-sched $sched_version, flux-pmix $pmix_version): nothing to do"
 	exit 0
 fi
@@ -98,7 +102,7 @@ if ! flock -n 9; then
 	echo "flux: another build of $cache is running; waiting for it"
 	flock 9
 fi
-if [[ -f $cache/done ]]; then
+if [[ -f $cache/done ]] && mpi_current; then
 	echo "flux: used the cache $cache (flux-core $version), built by the run we waited for"
 	exit 0
 fi
@@ -171,167 +175,163 @@ if [[ ! -f $cache/base.tar ]]; then
 	echo "flux: base.tar ($(du -h "$cache/base.tar" | cut -f1)) in $((SECONDS - t)) s"
 fi
 
-# 2. BUILD root: BASE + the build packages.
-build_packages=(autoconf automake libtool make pkg-config gcc g++ libc6-dev libzmq3-dev uuid-dev
-	libjansson-dev liblz4-dev libarchive-dev libhwloc-dev libsqlite3-dev libncurses-dev lua5.1
-	liblua5.1-dev lua-posix python3-dev python3-cffi python3-ply python3-setuptools python3-yaml
-	python3-jsonschema jq patchelf
-	cmake libboost-dev libboost-graph-dev libedit-dev libyaml-cpp-dev
-	libpmix-dev libmpich-dev libopenmpi-dev)
-if [[ ! -f $build/.packages-done ]]; then
-	t=$SECONDS
-	remove "$build"
-	mkdir -p "$build"
-	tar -C "$build" -xf "$cache/base.tar"
-	cp /etc/resolv.conf "$build/etc/resolv.conf"
-	mkdir -p "$build/var/cache/apt/archives"
-	mount --bind "$work/debs" "$build/var/cache/apt/archives"
-	mounted+=("$build/var/cache/apt/archives")
-	mount_chroot "$build"
-	in_build apt-get update -qq
-	in_build apt-get install -y -qq --no-install-recommends "${build_packages[@]}" >/dev/null
-	cleanup
-	touch "$build/.packages-done"
-	echo "flux: build root with ${#build_packages[@]} build packages in $((SECONDS - t)) s"
-fi
-
-# 3. The dependency prefixes, then flux-core configured and installed with its own prefix.
-# Seeds: flux-core's runtime packages (FLUX-BUILD.md); layout.py adds what their ELF files load.
-seeds=(python3.11 libpython3.11 python3-cffi python3-yaml python3-ply python3-jsonschema libzmq5
-	libjansson4 liblz4-1 libarchive13 libhwloc15 libsqlite3-0 libuuid1 libncursesw6 liblua5.1-0
-	lua5.1 lua-posix libffi8 python3-setuptools python3-distutils
-	libyaml-cpp0.7 libedit2 libboost-graph1.74.0 libpmix2)
-# Each step below leaves a marker in the build root, so that a run after a failure starts again
-# at the step that failed.
-if [[ ! -f $build/.core-done ]]; then
-	t=$SECONDS
-	rm -f "$build/.sched-done" "$build/.pmix-done"
-	remove "$build/opt"
-	remove "$build/root/src"
-	mkdir -p "$build/opt" "$build/root/src"
-	cp "$here/layout.py" "$build/root/layout.py"
-	if [[ -d $src ]]; then
-		tar -C "$src" --exclude=.git -cf - . | tar -C "$build/root/src" -xf -
-	else
-		tar -C "$build/root/src" --strip-components=1 -xzf "$src"
+# 2-5: Flux, unless an earlier run made it (then only the MPI image is made again).
+if [[ ! -f $cache/done ]]; then
+	# 2. BUILD root: BASE + the build packages.
+	build_packages=(autoconf automake libtool make pkg-config gcc g++ libc6-dev libzmq3-dev uuid-dev
+		libjansson-dev liblz4-dev libarchive-dev libhwloc-dev libsqlite3-dev libncurses-dev lua5.1
+		liblua5.1-dev lua-posix python3-dev python3-cffi python3-ply python3-setuptools python3-yaml
+		python3-jsonschema jq patchelf
+		cmake libboost-dev libboost-graph-dev libedit-dev libyaml-cpp-dev
+		libpmix-dev)
+	if [[ ! -f $build/.packages-done ]]; then
+		t=$SECONDS
+		remove "$build"
+		mkdir -p "$build"
+		tar -C "$build" -xf "$cache/base.tar"
+		cp /etc/resolv.conf "$build/etc/resolv.conf"
+		mkdir -p "$build/var/cache/apt/archives"
+		mount --bind "$work/debs" "$build/var/cache/apt/archives"
+		mounted+=("$build/var/cache/apt/archives")
+		mount_chroot "$build"
+		in_build apt-get update -qq
+		in_build apt-get install -y -qq --no-install-recommends "${build_packages[@]}" >/dev/null
+		cleanup
+		touch "$build/.packages-done"
+		echo "flux: build root with ${#build_packages[@]} build packages in $((SECONDS - t)) s"
 	fi
-	mount_chroot "$build"
-	in_build env SCHED_VERSION="$sched_version" PMIX_VERSION="$pmix_version" \
-		python3 /root/layout.py deps "$version" "$id" "${seeds[@]}" >"$build/root/layout.env"
-	cat "$build/root/layout.env"
-	echo "flux: dependency prefixes in $((SECONDS - t)) s"
 
-	t=$SECONDS
+	# 3. The dependency prefixes, then flux-core configured and installed with its own prefix.
+	# Seeds: flux-core's runtime packages (FLUX-BUILD.md); layout.py adds what their ELF files load.
+	seeds=(python3.11 libpython3.11 python3-cffi python3-yaml python3-ply python3-jsonschema libzmq5
+		libjansson4 liblz4-1 libarchive13 libhwloc15 libsqlite3-0 libuuid1 libncursesw6 liblua5.1-0
+		lua5.1 lua-posix libffi8 python3-setuptools python3-distutils
+		libyaml-cpp0.7 libedit2 libboost-graph1.74.0 libpmix2)
+	# Each step below leaves a marker in the build root, so that a run after a failure starts again
+	# at the step that failed.
+	if [[ ! -f $build/.core-done ]]; then
+		t=$SECONDS
+		rm -f "$build/.sched-done" "$build/.pmix-done"
+		remove "$build/opt"
+		remove "$build/root/src"
+		mkdir -p "$build/opt" "$build/root/src"
+		cp "$here/layout.py" "$build/root/layout.py"
+		if [[ -d $src ]]; then
+			tar -C "$src" --exclude=.git -cf - . | tar -C "$build/root/src" -xf -
+		else
+			tar -C "$build/root/src" --strip-components=1 -xzf "$src"
+		fi
+		mount_chroot "$build"
+		in_build env SCHED_VERSION="$sched_version" PMIX_VERSION="$pmix_version" \
+			python3 /root/layout.py deps "$version" "$id" "${seeds[@]}" >"$build/root/layout.env"
+		cat "$build/root/layout.env"
+		echo "flux: dependency prefixes in $((SECONDS - t)) s"
+
+		t=$SECONDS
+		# shellcheck source=/dev/null
+		. "$build/root/layout.env"
+		# shellcheck disable=SC2016 # expanded by the shell in the chroot
+		in_build /bin/bash -c '
+			set -euo pipefail
+			cd /root/src
+			FLUX_VERSION="$1" ./autogen.sh >/dev/null
+			export PYTHONPATH="$4"
+			./configure --prefix="$2" --disable-docs PYTHON="$3/bin/python3.11" \
+				--with-systemdsystemunitdir="$2/lib/systemd/system" >configure.log ||
+				{ tail -40 config.log; exit 1; }
+			make -j2 >make.log 2>&1 || { tail -60 make.log; exit 1; }
+			make install >install.log 2>&1 || { tail -60 install.log; exit 1; }
+		' build "$version" "$FLUX_PREFIX" "$PYTHON_PREFIX" "$PY_SITE_PATH"
+		cleanup
+		touch "$build/.core-done"
+		echo "flux: flux-core $version built and installed in $((SECONDS - t)) s"
+	fi
 	# shellcheck source=/dev/null
 	. "$build/root/layout.env"
-	# shellcheck disable=SC2016 # expanded by the shell in the chroot
-	in_build /bin/bash -c '
-		set -euo pipefail
-		cd /root/src
-		FLUX_VERSION="$1" ./autogen.sh >/dev/null
-		export PYTHONPATH="$4"
-		./configure --prefix="$2" --disable-docs PYTHON="$3/bin/python3.11" \
-			--with-systemdsystemunitdir="$2/lib/systemd/system" >configure.log ||
-			{ tail -40 config.log; exit 1; }
-		make -j2 >make.log 2>&1 || { tail -60 make.log; exit 1; }
-		make install >install.log 2>&1 || { tail -60 install.log; exit 1; }
-	' build "$version" "$FLUX_PREFIX" "$PYTHON_PREFIX" "$PY_SITE_PATH"
-	cleanup
-	touch "$build/.core-done"
-	echo "flux: flux-core $version built and installed in $((SECONDS - t)) s"
-fi
-# shellcheck source=/dev/null
-. "$build/root/layout.env"
 
-# 4. Fluxion in its own prefix, against flux-core's (found through pkg-config). Only the targets
-# it installs are built: its test programs take longer than the rest together.
-if [[ ! -f $build/.sched-done ]]; then
-	t=$SECONDS
-	remove "$build/root/sched"
-	mkdir -p "$build/root/sched"
-	tar -C "$build/root/sched" --strip-components=1 -xzf "$sched_src"
-	mount_chroot "$build"
-	# shellcheck disable=SC2016 # expanded by the shell in the chroot
-	in_build /bin/bash -c '
-		set -euo pipefail
-		mkdir -p /root/sched/build && cd /root/sched/build
-		PKG_CONFIG_PATH="$1/lib/pkgconfig" cmake .. -DCMAKE_INSTALL_PREFIX="$2" \
-			-DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE=/usr/bin/python3 >cmake.log 2>&1 ||
-			{ tail -40 cmake.log; exit 1; }
-		make -j2 sched-fluxion-resource sched-fluxion-feasibility sched-fluxion-qmanager \
-			sched-fluxion-resource-module fluxion-data reapi_cli >make.log 2>&1 ||
-			{ tail -60 make.log; exit 1; }
-		cmake --install . >install.log 2>&1 || { tail -60 install.log; exit 1; }
-		# Debian'"'"'s python puts the bindings under local/lib/python3.11/dist-packages; a spack
-		# prefix has them in lib/python3.11/site-packages, where the view links them.
-		if [ -d "$2/local/lib/python3.11/dist-packages" ]; then
-			mkdir -p "$2/lib/python3.11/site-packages"
-			cp -a "$2/local/lib/python3.11/dist-packages/." "$2/lib/python3.11/site-packages/"
-			rm -rf "$2/local"
-		fi
-	' build "$FLUX_PREFIX" "$SCHED_PREFIX"
-	cleanup
-	touch "$build/.sched-done"
-	echo "flux: flux-sched $sched_version built and installed in $((SECONDS - t)) s"
-fi
-
-# 5. flux-pmix in its own prefix. Its configure.ac takes the version from `git describe`, which
-# a release tarball cannot answer: the version (from the tarball's name) is written into AC_INIT.
-if [[ ! -f $build/.pmix-done ]]; then
-	t=$SECONDS
-	remove "$build/root/pmix"
-	mkdir -p "$build/root/pmix"
-	tar -C "$build/root/pmix" --strip-components=1 -xzf "$pmix_src"
-	sed -i "s/^\\( *\\)m4_esyscmd(\\[git describe.*\\]))\$/\\1[$pmix_version])/" "$build/root/pmix/configure.ac"
-	if ! grep -q "^ *\\[$pmix_version\\])\$" "$build/root/pmix/configure.ac"; then
-		die "flux-pmix: could not write version $pmix_version into AC_INIT of configure.ac"
+	# 4. Fluxion in its own prefix, against flux-core's (found through pkg-config). Only the targets
+	# it installs are built: its test programs take longer than the rest together.
+	if [[ ! -f $build/.sched-done ]]; then
+		t=$SECONDS
+		remove "$build/root/sched"
+		mkdir -p "$build/root/sched"
+		tar -C "$build/root/sched" --strip-components=1 -xzf "$sched_src"
+		mount_chroot "$build"
+		# shellcheck disable=SC2016 # expanded by the shell in the chroot
+		in_build /bin/bash -c '
+			set -euo pipefail
+			mkdir -p /root/sched/build && cd /root/sched/build
+			PKG_CONFIG_PATH="$1/lib/pkgconfig" cmake .. -DCMAKE_INSTALL_PREFIX="$2" \
+				-DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE=/usr/bin/python3 >cmake.log 2>&1 ||
+				{ tail -40 cmake.log; exit 1; }
+			make -j2 sched-fluxion-resource sched-fluxion-feasibility sched-fluxion-qmanager \
+				sched-fluxion-resource-module fluxion-data reapi_cli >make.log 2>&1 ||
+				{ tail -60 make.log; exit 1; }
+			cmake --install . >install.log 2>&1 || { tail -60 install.log; exit 1; }
+			# Debian'"'"'s python puts the bindings under local/lib/python3.11/dist-packages; a spack
+			# prefix has them in lib/python3.11/site-packages, where the view links them.
+			if [ -d "$2/local/lib/python3.11/dist-packages" ]; then
+				mkdir -p "$2/lib/python3.11/site-packages"
+				cp -a "$2/local/lib/python3.11/dist-packages/." "$2/lib/python3.11/site-packages/"
+				rm -rf "$2/local"
+			fi
+		' build "$FLUX_PREFIX" "$SCHED_PREFIX"
+		cleanup
+		touch "$build/.sched-done"
+		echo "flux: flux-sched $sched_version built and installed in $((SECONDS - t)) s"
 	fi
-	mount_chroot "$build"
-	# shellcheck disable=SC2016 # expanded by the shell in the chroot
-	in_build /bin/bash -c '
-		set -euo pipefail
-		cd /root/pmix
-		./autogen.sh >autogen.log 2>&1 || { tail -40 autogen.log; exit 1; }
-		PKG_CONFIG_PATH="$1/lib/pkgconfig" ./configure --prefix="$2" >configure.log 2>&1 ||
-			{ tail -40 config.log; exit 1; }
-		make -j2 >make.log 2>&1 || { tail -60 make.log; exit 1; }
-		make install >install.log 2>&1 || { tail -60 install.log; exit 1; }
-	' build "$FLUX_PREFIX" "$PMIX_PREFIX"
-	cleanup
-	touch "$build/.pmix-done"
-	echo "flux: flux-pmix $pmix_version built and installed in $((SECONDS - t)) s"
+
+	# 5. flux-pmix in its own prefix. Its configure.ac takes the version from `git describe`, which
+	# a release tarball cannot answer: the version (from the tarball's name) is written into AC_INIT.
+	if [[ ! -f $build/.pmix-done ]]; then
+		t=$SECONDS
+		remove "$build/root/pmix"
+		mkdir -p "$build/root/pmix"
+		tar -C "$build/root/pmix" --strip-components=1 -xzf "$pmix_src"
+		sed -i "s/^\\( *\\)m4_esyscmd(\\[git describe.*\\]))\$/\\1[$pmix_version])/" "$build/root/pmix/configure.ac"
+		if ! grep -q "^ *\\[$pmix_version\\])\$" "$build/root/pmix/configure.ac"; then
+			die "flux-pmix: could not write version $pmix_version into AC_INIT of configure.ac"
+		fi
+		mount_chroot "$build"
+		# shellcheck disable=SC2016 # expanded by the shell in the chroot
+		in_build /bin/bash -c '
+			set -euo pipefail
+			cd /root/pmix
+			./autogen.sh >autogen.log 2>&1 || { tail -40 autogen.log; exit 1; }
+			PKG_CONFIG_PATH="$1/lib/pkgconfig" ./configure --prefix="$2" >configure.log 2>&1 ||
+				{ tail -40 config.log; exit 1; }
+			make -j2 >make.log 2>&1 || { tail -60 make.log; exit 1; }
+			make install >install.log 2>&1 || { tail -60 install.log; exit 1; }
+		' build "$FLUX_PREFIX" "$PMIX_PREFIX"
+		cleanup
+		touch "$build/.pmix-done"
+		echo "flux: flux-pmix $pmix_version built and installed in $((SECONDS - t)) s"
+	fi
+
+	if [[ ! -f $cache/software.tar ]]; then
+		cp "$here/layout.py" "$build/root/layout.py"
+		mount_chroot "$build"
+		in_build python3 /root/layout.py finish
+		cleanup
+		tar -C "$build" --numeric-owner --sort=name -cf "$cache/software.tar.tmp" opt/software opt/views opt/view
+		mv "$cache/software.tar.tmp" "$cache/software.tar"
+		echo "$version" >"$cache/version"
+		printf 'flux-core %s\nflux-sched %s\nflux-pmix %s\n' "$version" "$sched_version" "$pmix_version" >"$cache/versions"
+		echo "flux: software.tar ($(du -h "$cache/software.tar" | cut -f1)), build took $((SECONDS - start)) s"
+	fi
 fi
 
-if [[ ! -f $cache/software.tar ]]; then
-	cp "$here/layout.py" "$build/root/layout.py"
-	mount_chroot "$build"
-	in_build python3 /root/layout.py finish
-	cleanup
-	tar -C "$build" --numeric-owner --sort=name -cf "$cache/software.tar.tmp" opt/software opt/views opt/view
-	mv "$cache/software.tar.tmp" "$cache/software.tar"
-	echo "$version" >"$cache/version"
-	printf 'flux-core %s\nflux-sched %s\nflux-pmix %s\n' "$version" "$sched_version" "$pmix_version" >"$cache/versions"
-	echo "flux: software.tar ($(du -h "$cache/software.tar" | cut -f1)), build took $((SECONDS - start)) s"
-fi
-
-# 6. MPI: mpi-hello compiled against each MPI in the build root, then BASE with the runtime
-# packages (no compilers, no Flux) and the two programs.
-if [[ ! -f $cache/mpi.tar ]]; then
+# 6. MPI: BASE with the runtime packages of MPICH, OpenMPI and LAMMPS, mpi-hello compiled against
+# each MPI there (the -dev packages are removed again) and LAMMPS's melt example. No Flux.
+if ! mpi_current; then
 	t=$SECONDS
-	mkdir -p "$build/root/mpi"
-	cp "$here"/mpi/*.c "$build/root/mpi/"
-	in_build /bin/bash -c '
-		set -euo pipefail
-		cd /root/mpi
-		mpicc.mpich -O2 -o mpi-hello-mpich mpi-hello.c
-		mpicc.openmpi -O2 -o mpi-hello-openmpi mpi-hello.c
-	'
 	mpi=$work/mpi
 	remove "$mpi"
-	mkdir -p "$mpi"
+	mkdir -p "$mpi" "$work/debs"
 	tar -C "$mpi" -xf "$cache/base.tar"
 	cp /etc/resolv.conf "$mpi/etc/resolv.conf"
-	mkdir -p "$mpi/var/cache/apt/archives"
+	mkdir -p "$mpi/var/cache/apt/archives" "$mpi/root/mpi"
+	cp "$here"/mpi/*.c "$mpi/root/mpi/"
 	mount --bind "$work/debs" "$mpi/var/cache/apt/archives"
 	mounted+=("$mpi/var/cache/apt/archives")
 	mount_chroot "$mpi"
@@ -339,23 +339,32 @@ if [[ ! -f $cache/mpi.tar ]]; then
 		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin /bin/bash -c '
 		set -euo pipefail
 		apt-get update -qq
-		apt-get install -y -qq --no-install-recommends mpich libmpich12 openmpi-bin libopenmpi3 \
-			lammps lammps-examples >/dev/null
+		apt-get install -y -qq --no-install-recommends libmpich12 openmpi-bin libopenmpi3 lammps \
+			lammps-examples gcc libc6-dev libmpich-dev libopenmpi-dev >/dev/null
+		cd /root/mpi
+		mpicc.mpich -O2 -o /usr/local/bin/mpi-hello-mpich mpi-hello.c
+		mpicc.openmpi -O2 -o /usr/local/bin/mpi-hello-openmpi mpi-hello.c
+		gcc -O2 -fPIC -shared -o /usr/local/lib/mpich-ucx-finalize.so mpich-ucx-finalize.c
 		# LAMMPS examples: keep the Lennard-Jones melt (the bench input users know), not 100 MB.
 		mkdir -p /opt/lammps/examples
 		cp -a /usr/share/lammps/examples/melt /opt/lammps/examples/
-		apt-get purge -y -qq lammps-examples >/dev/null
-		rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin
+		apt-get purge -y -qq --autoremove lammps-examples libmpich-dev libopenmpi-dev libc6-dev >/dev/null
+		rm -rf /root/mpi /var/lib/apt/lists/* /var/cache/apt/*.bin
 	'
 	cleanup
 	rm -rf "${mpi:?}"/var/cache/apt/archives/*.deb "${mpi:?}"/dev/* "$mpi/etc/resolv.conf"
-	install -m 0755 "$build/root/mpi/mpi-hello-mpich" "$build/root/mpi/mpi-hello-openmpi" "$mpi/usr/local/bin/"
 	tar -C "$mpi" --numeric-owner --sort=name -cf "$cache/mpi.tar.tmp" .
 	mv "$cache/mpi.tar.tmp" "$cache/mpi.tar"
+	echo "$mpi_id" >"$cache/mpi.id"
 	remove "$mpi"
 	echo "flux: mpi.tar ($(du -h "$cache/mpi.tar" | cut -f1)) in $((SECONDS - t)) s"
 fi
 
+if [[ -f $cache/done ]]; then
+	remove "$work"
+	echo "flux: done in $((SECONDS - start)) s: $cache (Flux from the cache, the MPI image made again)"
+	exit 0
+fi
 bash "$here/check.sh" "$cache"
 remove "$work"
 touch "$cache/done"

@@ -127,7 +127,7 @@ func BenchmarkHPC(b *testing.B) {
 
 // What values/mpich.yaml and values/openmpi.yaml set, as flux run options.
 var (
-	mpichEnv   = []string{}
+	mpichEnv   = []string{"--env=LD_PRELOAD=/usr/local/lib/mpich-ucx-finalize.so"}
 	openmpiEnv = []string{"-o", "pmi=pmix", "--env=OMPI_ALLOW_RUN_AS_ROOT=1", "--env=OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
 		"--env=OMPI_MCA_btl_vader_single_copy_mechanism=none"}
 )
