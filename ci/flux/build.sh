@@ -79,7 +79,7 @@ pmix_version=$(basename "$pmix_src" .tar.gz)
 pmix_version=${pmix_version#flux-pmix-}
 id=$({ echo "$id"; sha256sum "$sched_src" "$pmix_src" | cut -d' ' -f1; } | sha256sum | cut -d' ' -f1)
 # The MPI image's root filesystem is made again, alone, when its sources or recipe change.
-MPI_REVISION=1
+MPI_REVISION=2
 mpi_id=$({ echo "$MPI_REVISION"; cat "$here"/mpi/*; } | sha256sum | cut -d' ' -f1)
 # Raised when what this script makes changes, so that a cached build is made again.
 LAYOUT_REVISION=3
@@ -348,8 +348,12 @@ if ! mpi_current; then
 		# LAMMPS examples: keep the Lennard-Jones melt (the bench input users know), not 100 MB.
 		mkdir -p /opt/lammps/examples
 		cp -a /usr/share/lammps/examples/melt /opt/lammps/examples/
-		apt-get purge -y -qq --autoremove lammps-examples libmpich-dev libopenmpi-dev libc6-dev >/dev/null
+		# Not libc6-dev: LAMMPS needs it (libkim-api2 depends on gfortran).
+		apt-get purge -y -qq --autoremove lammps-examples libmpich-dev libopenmpi-dev >/dev/null
 		rm -rf /root/mpi /var/lib/apt/lists/* /var/cache/apt/*.bin
+		for c in lmp mpi-hello-mpich mpi-hello-openmpi; do
+			command -v "$c" >/dev/null || { echo "mpi: $c is missing from the image" >&2; exit 1; }
+		done
 	'
 	cleanup
 	rm -rf "${mpi:?}"/var/cache/apt/archives/*.deb "${mpi:?}"/dev/* "$mpi/etc/resolv.conf"

@@ -14,7 +14,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 )
 
 // BenchmarkHPC: real HPC work on the local cluster, each figure next to a floor of the same run.
@@ -143,20 +142,9 @@ func jobComplete(job *batchv1.Job) bool {
 
 // createCompletingFloor creates an indexed Job of size pods that exit at once.
 func createCompletingFloor(b *testing.B, ns, name string, size int) {
-	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: batchv1.JobSpec{
-			CompletionMode: ptr.To(batchv1.IndexedCompletion),
-			Completions:    ptr.To(int32(size)),
-			Parallelism:    ptr.To(int32(size)),
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				RestartPolicy: corev1.RestartPolicyNever,
-				Containers: []corev1.Container{{
-					Name: "floor", Image: testsImage, ImagePullPolicy: corev1.PullIfNotPresent, Command: []string{"/bin/true"},
-				}},
-			}},
-		},
-	}
+	job := indexedJob(name, size, corev1.PodSpec{Containers: []corev1.Container{{
+		Name: "floor", Image: testsImage, ImagePullPolicy: corev1.PullIfNotPresent, Command: []string{"/bin/true"},
+	}}})
 	if _, err := kube.BatchV1().Jobs(ns).Create(context.Background(), job, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}

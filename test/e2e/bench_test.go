@@ -357,26 +357,31 @@ func createFloor(b *testing.B, ns, name string, size int) {
 	if _, err := kube.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
-	job := &batchv1.Job{
+	job := indexedJob(name, size, corev1.PodSpec{
+		Subdomain:                     name,
+		TerminationGracePeriodSeconds: ptr.To(int64(1)),
+		Containers: []corev1.Container{{
+			Name: "floor", Image: testsImage, ImagePullPolicy: corev1.PullIfNotPresent,
+			// Ends on SIGTERM, as a broker does: the uninstall floor.
+			Command: []string{"/bin/sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"},
+		}},
+	})
+	if _, err := kube.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// indexedJob is an indexed Job of size pods like spec, which never restart.
+func indexedJob(name string, size int, spec corev1.PodSpec) *batchv1.Job {
+	spec.RestartPolicy = corev1.RestartPolicyNever
+	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: batchv1.JobSpec{
 			CompletionMode: ptr.To(batchv1.IndexedCompletion),
 			Completions:    ptr.To(int32(size)),
 			Parallelism:    ptr.To(int32(size)),
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				Subdomain:                     name,
-				RestartPolicy:                 corev1.RestartPolicyNever,
-				TerminationGracePeriodSeconds: ptr.To(int64(1)),
-				Containers: []corev1.Container{{
-					Name: "floor", Image: testsImage, ImagePullPolicy: corev1.PullIfNotPresent,
-					// Ends on SIGTERM, as a broker does: the uninstall floor.
-					Command: []string{"/bin/sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"},
-				}},
-			}},
+			Template:       corev1.PodTemplateSpec{Spec: spec},
 		},
-	}
-	if _, err := kube.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
-		b.Fatal(err)
 	}
 }
 

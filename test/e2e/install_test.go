@@ -223,15 +223,7 @@ func waitJobFinished(t testing.TB, r *release, within time.Duration) batchv1.Job
 // checkLeadPrintedHostnames: the lead's log has the output of `hostname` from every broker.
 func checkLeadPrintedHostnames(t *testing.T, r *release, size int) {
 	t.Helper()
-	pods, err := kube.CoreV1().Pods(r.ns).List(context.Background(), metav1.ListOptions{
-		LabelSelector: fmt.Sprintf("app.kubernetes.io/instance=%s,%s=0", r.name, indexLabel)})
-	if err != nil || len(pods.Items) == 0 {
-		t.Fatalf("no lead pod: %v", err)
-	}
-	log, err := podLogs(r.ns, pods.Items[0].Name, "flux", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	log := leadLog(t, r)
 	lines := map[string]bool{}
 	for _, l := range strings.Split(log, "\n") {
 		lines[strings.TrimSpace(l)] = true
