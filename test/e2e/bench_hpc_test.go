@@ -33,11 +33,7 @@ func BenchmarkHPC(b *testing.B) {
 	const view = "flux.view.mode=image"
 	var floor, lammps, loop, hello, mpich, openmpi, fluxion, simple, rc1Fluxion, rc1Simple time.Duration
 	// Untimed: the first install pulls the MPI image.
-	warm := newRelease(b, newNamespace(b, "bench-hpc-warm"), "flux-sample", helm4)
-	warm.install("--set", "size=1,"+view+",image="+mpiImage, "--set-string", "command=true")
-	waitJobComplete(b, warm, 5*time.Minute)
-	warm.uninstall()
-	deleteNamespace(b, warm.ns)
+	warmUp(b, helm4, "--set", "size=1,"+view+",image="+mpiImage, "--set-string", "command=true")
 	for b.Loop() {
 		ns := newNamespace(b, "floor-complete")
 		start := time.Now()

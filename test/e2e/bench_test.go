@@ -89,11 +89,7 @@ func BenchmarkMiniCluster(b *testing.B) {
 	}
 	var runs []runTimes
 	// Untimed: the first install pulls the images; the timings are of installs that find them.
-	warm := newRelease(b, newNamespace(b, "bench-warm"), "flux-sample", benchHelm)
-	warm.install(append(set("size=2"), "--set-string", "command=flux run -N 2 true")...)
-	waitJobComplete(b, warm, 5*time.Minute)
-	warm.uninstall()
-	deleteNamespace(b, warm.ns)
+	warmUp(b, benchHelm, append(set("size=2"), "--set-string", "command=flux run -N 2 true")...)
 	for b.Loop() {
 		// The floor in the same run, next to what sits on it.
 		ns := newNamespace(b, "floor")
@@ -369,6 +365,16 @@ func createFloor(b *testing.B, ns, name string, size int) {
 	if _, err := kube.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// warmUp runs one ephemeral MiniCluster to its end, untimed, so that the timed runs find the
+// images pulled.
+func warmUp(b *testing.B, helm string, args ...string) {
+	warm := newRelease(b, newNamespace(b, "bench-warm"), "flux-sample", helm)
+	warm.install(args...)
+	waitJobComplete(b, warm, 5*time.Minute)
+	warm.uninstall()
+	deleteNamespace(b, warm.ns)
 }
 
 // indexedJob is an indexed Job of size pods like spec, which never restart.

@@ -285,6 +285,18 @@ func (p *pod) calls(t *testing.T) [][]string {
 }
 
 // brokerRuns is the calls of `flux broker`.
+// cannotStart runs the entrypoint and requires it to exit 78 (the Job fails at once) with each
+// of want in its output, before any broker ran.
+func (p *pod) cannotStart(t *testing.T, want ...string) {
+	t.Helper()
+	status, out := p.run(t)
+	assert.Equal(t, 78, status, out)
+	for _, w := range want {
+		assert.Contains(t, out, w)
+	}
+	assert.Empty(t, p.brokerRuns(t))
+}
+
 // call is the first call of the fake flux whose first argument is cmd (nil if none).
 func (p *pod) call(t *testing.T, cmd string) []string {
 	t.Helper()
@@ -569,10 +581,7 @@ func TestEntrypointFailsWithoutFlux(t *testing.T) {
 		t.Parallel()
 		p := newPod(t, helmtest.Options{Set: []string{"maxSize=6"}}, 0)
 		p.write(t, "/fake/r-status", "1\n", 0o644)
-		status, out := p.run(t)
-		assert.Equal(t, 78, status, out)
-		assert.Contains(t, out, "minicluster[0]: error: flux R encode --hosts=flux-sample-[0-5] --local failed: Flux cannot run in this image")
-		assert.Empty(t, p.brokerRuns(t))
+		p.cannotStart(t, "minicluster[0]: error: flux R encode --hosts=flux-sample-[0-5] --local failed: Flux cannot run in this image")
 	})
 	t.Run("no flux in the view", func(t *testing.T) {
 		t.Parallel()
@@ -711,11 +720,7 @@ func TestEntrypointScheduler(t *testing.T) {
 		t.Parallel()
 		p := newPod(t, helmtest.Options{Set: []string{"flux.view.image=example.com/view:1"}}, 0)
 		require.NoError(t, os.RemoveAll(p.fluxRoot+"/etc/flux/modprobe"))
-		status, out := p.run(t)
-		assert.Equal(t, 78, status, out)
-		assert.Contains(t, out, "error: flux.scheduler=fluxion, but the flux view of example.com/view:1 has no Fluxion (flux-sched)")
-		assert.Contains(t, out, "or set flux.scheduler=simple")
-		assert.Empty(t, p.brokerRuns(t))
+		p.cannotStart(t, "error: flux.scheduler=fluxion, but the flux view of example.com/view:1 has no Fluxion (flux-sched)", "or set flux.scheduler=simple")
 	})
 	t.Run("fluxion in flux-core's prefix", func(t *testing.T) {
 		t.Parallel()
@@ -747,10 +752,7 @@ func TestEntrypointPMIx(t *testing.T) {
 	t.Run("missing", func(t *testing.T) {
 		t.Parallel()
 		p := newPod(t, helmtest.Options{Set: []string{"flux.view.image=example.com/view:1", command}}, 0)
-		status, out := p.run(t)
-		assert.Equal(t, 78, status, out)
-		assert.Contains(t, out, "error: the command asks for -o pmi=pmix (OpenMPI's PMIx, served by flux-pmix), but the flux view of example.com/view:1 has no flux-pmix: no lib/flux/shell/plugins/pmix.so")
-		assert.Empty(t, p.brokerRuns(t))
+		p.cannotStart(t, "error: the command asks for -o pmi=pmix (OpenMPI's PMIx, served by flux-pmix), but the flux view of example.com/view:1 has no flux-pmix: no lib/flux/shell/plugins/pmix.so")
 	})
 	t.Run("in the view", func(t *testing.T) {
 		t.Parallel()
