@@ -335,6 +335,7 @@ if ! mpi_current; then
 	mount --bind "$work/debs" "$mpi/var/cache/apt/archives"
 	mounted+=("$mpi/var/cache/apt/archives")
 	mount_chroot "$mpi"
+	# shellcheck disable=SC2016 # expanded by the shell in the chroot
 	chroot "$mpi" /usr/bin/env -i HOME=/root LC_ALL=C.UTF-8 DEBIAN_FRONTEND=noninteractive \
 		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin /bin/bash -c '
 		set -euo pipefail
