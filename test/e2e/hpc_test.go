@@ -65,6 +65,9 @@ func TestFluxionQueueAndResize(t *testing.T) {
 	if mods["sched-simple"] {
 		t.Errorf("sched-simple is loaded beside Fluxion: %v", mods)
 	}
+	if log, err := podLogs(ns, lead, "flux", 0); err != nil || regexp.MustCompile(`sched-fluxion-\S+\.(warning|err)`).MatchString(log) {
+		t.Errorf("Fluxion warned as it loaded (%v):\n%s", err, log)
+	}
 	if out, _, err := fluxIn(ns, lead, "config", "get", "sched-fluxion-qmanager.queue-policy"); err != nil || strings.TrimSpace(out) != "easy" {
 		t.Errorf("[sched-fluxion-qmanager] queue-policy in the lead's config = %q (%v), want \"easy\"", out, err)
 	}

@@ -715,6 +715,8 @@ func TestEntrypointScheduler(t *testing.T) {
 		assert.Equal(t, p.fluxRoot+"/etc/flux/modprobe:/minicluster/modprobe", env["FLUX_MODPROBE_PATH_APPEND"])
 		assert.Equal(t, p.fluxRoot+"/lib/flux/modules", env["FLUX_MODULE_PATH_PREPEND"])
 		assert.Equal(t, p.fluxRoot+"/libexec/flux/cmd", env["FLUX_EXEC_PATH_PREPEND"])
+		v, set := env["FLUXION_RESOURCE_OPTIONS"]
+		assert.True(t, set && v == "", "Fluxion's resource options emptied (no load-allowlist for R): %q %v", v, set)
 	})
 	t.Run("fluxion missing", func(t *testing.T) {
 		t.Parallel()
