@@ -9,7 +9,8 @@
 # Exits non-zero when anything fails: an ELF file under /opt/software that loads a library
 # from outside /opt/software (glibc excepted) or misses one, a flux runtime package in BASE,
 # the broker starting without PYTHONPATH (it must fail in rc1: the python modules come only
-# from the view), or a 2-broker instance that does not run a 2-node job.
+# from the view), a 2-broker instance that does not run a 2-node job, or one that does not
+# load Fluxion as its scheduler and flux-pmix for `-o pmi=pmix` from the view.
 set -euo pipefail
 
 die() {
@@ -127,6 +128,18 @@ timeout 60 flux start --test-size=1 sh -c 'flux cron interval 1s true && flux cr
 	{ cat /tmp/cron.out; fail "flux cron does not work"; }
 cat /tmp/cron.out
 timeout 60 flux start --test-size=1 flux python -c 'import flux, yaml, jsonschema, cffi; print("flux python ok", flux.Flux().attr_get("size"))'
+
+echo "== Fluxion and flux-pmix from the view, found as the chart's entrypoint finds them"
+(
+	export FLUX_MODPROBE_PATH_APPEND="$view/etc/flux/modprobe" FLUX_MODULE_PATH_PREPEND="$view/lib/flux/modules"
+	[ -f "$view/lib/flux/shell/plugins/pmix.so" ] || fail "no flux-pmix shell plugin in the view"
+	timeout 120 flux start --test-size=2 -Sconf.shell_pluginpath="$view/lib/flux/shell/plugins" sh -c \
+		'flux module list && flux run -N2 -o pmi=pmix sh -c "echo \$PMIX_RANK"' >/tmp/hpc.out 2>&1 ||
+		{ cat /tmp/hpc.out; fail "Fluxion or flux-pmix does not work from the view"; }
+	grep -q "^sched-fluxion-qmanager .* sched$" /tmp/hpc.out || { cat /tmp/hpc.out; fail "sched-fluxion-qmanager is not the scheduler"; }
+	[ "$(grep -c -x '[01]' /tmp/hpc.out)" -eq 2 ] || { cat /tmp/hpc.out; fail "flux run -o pmi=pmix set no PMIX_RANK"; }
+	echo "ok"
+)
 
 echo "== python's byte code stays valid with every mtime at the epoch (as in the images)"
 find /opt/software /opt/views -exec touch -h -d @0 {} +
