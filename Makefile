@@ -53,6 +53,8 @@ release: tools flux ## VERSION=x.y.z REGISTRY=host[:port]/path: images (Flux one
 	@if [ -z "$(REGISTRY)" ]; then echo "make release: set REGISTRY=host[:port]/path (and VERSION=x.y.z, default: ./VERSION)" >&2; exit 1; fi
 	MINICLUSTER_FLUX_DIR="$$(bash ci/flux/build.sh --print-dir)" VERSION=$(VERSION) REGISTRY=$(REGISTRY) bash ci/release.sh
 
+# Under `make test` a test whose tool is missing fails instead of skipping (internal/tooltest).
+test: export MINICLUSTER_REQUIRE_TOOLS = 1
 test: deps build tools lint unit fuzz ## everything; the end-to-end part too when a cluster is reachable
 	@kc=$${KUBECONFIG:-$(CLUSTER_DIR)/kubeconfig}; \
 	if [ -f "$$kc" ] && KUBECONFIG=$$kc $(HELM3) list >/dev/null 2>&1; then $(MAKE) e2e; \

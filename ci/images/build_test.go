@@ -17,6 +17,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/minicluster/minicluster/internal/repo"
+
+	"github.com/minicluster/minicluster/internal/tooltest"
 )
 
 // entry is a file of an image's flattened filesystem.
@@ -65,9 +67,7 @@ func readBack(t *testing.T, path, ref string) (*v1.ConfigFile, map[string]entry)
 func TestBuildImages(t *testing.T) {
 	out := t.TempDir()
 	var log bytes.Buffer
-	if _, err := os.Stat("/usr/bin/busybox"); err != nil {
-		t.Fatal("/usr/bin/busybox is missing: install the Debian package busybox-static (make deps does it)")
-	}
+	tooltest.File(t, "/usr/bin/busybox", "install the Debian package busybox-static (make deps does it)")
 	written, err := Build(Config{Out: out, Version: "0.1.0-test", Busybox: "/usr/bin/busybox"}, &log)
 	if err != nil {
 		t.Fatalf("Build: %v\n%s", err, log.String())

@@ -24,6 +24,7 @@ import (
 	"github.com/minicluster/minicluster/internal/helmtest"
 	"github.com/minicluster/minicluster/internal/registrytest"
 	"github.com/minicluster/minicluster/internal/repo"
+	"github.com/minicluster/minicluster/internal/tooltest"
 )
 
 // repoRoot is the repository this test belongs to (the test runs in ci/release).
@@ -64,9 +65,7 @@ func must(t *testing.T, dir string, env []string, name string, args ...string) s
 // secret keyring helm package --sign reads and the public keyring helm --verify reads.
 func testKey(t *testing.T) (key, secring, pubring string) {
 	t.Helper()
-	if _, err := exec.LookPath("gpg"); err != nil {
-		t.Fatal("gpg is missing: apt-get install gnupg (make deps does it)")
-	}
+	tooltest.Command(t, "gpg", "apt-get install gnupg (make deps does it)")
 	// A short home: gpg-agent's socket path must stay under the sun_path limit.
 	home, err := os.MkdirTemp("", "gpg")
 	if err != nil {

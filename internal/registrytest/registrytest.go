@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/minicluster/minicluster/internal/repo"
+	"github.com/minicluster/minicluster/internal/tooltest"
 )
 
 // Binary is the registry ci/registry/up.sh runs.
@@ -25,9 +26,7 @@ type Registry struct {
 // own, and down.sh when the test ends (which must say the registry stopped).
 func Start(t testing.TB) Registry {
 	t.Helper()
-	if _, err := os.Stat(Binary); err != nil {
-		t.Fatalf("%s is missing: install Debian's registry (apt-get install docker-registry; make deps does it)", Binary)
-	}
+	tooltest.File(t, Binary, "install Debian's registry (apt-get install docker-registry; make deps does it)")
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

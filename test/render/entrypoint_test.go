@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/minicluster/minicluster/internal/helmtest"
+	"github.com/minicluster/minicluster/internal/tooltest"
 )
 
 // busybox runs the rendered scripts, as the images' /bin/sh would.
@@ -115,9 +116,7 @@ type pod struct {
 
 func requireBusybox(t *testing.T) {
 	t.Helper()
-	if _, err := os.Stat(busybox); err != nil {
-		t.Fatalf("%s is missing: install the Debian package busybox-static (make deps)", busybox)
-	}
+	tooltest.File(t, busybox, "install the Debian package busybox-static (make deps)")
 }
 
 // newPod renders the chart and lays out pod index's files: the broker ConfigMap, a curve
