@@ -822,3 +822,46 @@ func TestEntrypointDescribesCoresAndGPUs(t *testing.T) {
 		assert.Equal(t, []string{"R", "encode", "--hosts=flux-sample-[0-3]", cores, "--gpus=0"}, p.call(t, "R"))
 	})
 }
+
+// The flux wrapper users run with kubectl exec waits for the helpers beside the broker: flux's
+// python must not write byte code into a view that is still being copied. A helper that failed
+// ends it with the reason.
+func TestFluxWrapperWaitsForTheView(t *testing.T) {
+	t.Parallel()
+	wrapper := func(t *testing.T) (*pod, string) {
+		p := newPod(t, helmtest.Options{Set: []string{"interactive=true"}}, 0)
+		scripts := get[*corev1.ConfigMap](t, render(t, helmtest.Options{Set: []string{"interactive=true"}}), "ConfigMap", "flux-sample-entrypoint")
+		text := strings.ReplaceAll(scripts.Data["flux"], "/minicluster/scripts", p.root+"/minicluster/scripts")
+		return p, p.write(t, "/minicluster/scripts/flux", text, 0o555)
+	}
+	t.Run("waits for the copy", func(t *testing.T) {
+		t.Parallel()
+		p, path := wrapper(t)
+		view := p.root + "/mnt/flux"
+		require.NoError(t, os.Remove(view+"/.ready"))
+		cmd := exec.Command(busybox, "sh", path, "resource", "list")
+		cmd.Env = p.env
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		require.NoError(t, cmd.Start())
+		time.Sleep(400 * time.Millisecond)
+		assert.Empty(t, p.calls(t), "flux ran before the view was copied")
+		require.NoError(t, os.WriteFile(view+"/.ready", nil, 0o444))
+		_ = cmd.Wait() // the fake flux does not know `resource list`
+		require.Len(t, p.calls(t), 1, out.String())
+		assert.Equal(t, []string{"resource", "list"}, p.calls(t)[0])
+	})
+	t.Run("a failed copy", func(t *testing.T) {
+		t.Parallel()
+		p, path := wrapper(t)
+		view := p.root + "/mnt/flux"
+		require.NoError(t, os.Remove(view+"/.ready"))
+		require.NoError(t, os.WriteFile(view+"/.failed", []byte("copying Flux out of the view image failed: disk full"), 0o444))
+		cmd := exec.Command(busybox, "sh", path, "resource", "list")
+		cmd.Env = p.env
+		out, err := cmd.CombinedOutput()
+		require.Error(t, err)
+		assert.Contains(t, string(out), "minicluster: this broker cannot start: copying Flux out of the view image failed: disk full")
+		assert.Empty(t, p.calls(t))
+	})
+}
