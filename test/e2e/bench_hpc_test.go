@@ -52,7 +52,14 @@ func BenchmarkHPC(b *testing.B) {
 		r.install("-f", filepath.Join(repoRoot, "values", "lammps.yaml"), "--set", view+",image="+mpiImage)
 		eventuallyFast(b, 6*time.Minute, "LAMMPS Job complete", func() (bool, string) {
 			job, err := kube.BatchV1().Jobs(ns).Get(context.Background(), r.name, metav1.GetOptions{})
-			return err == nil && jobComplete(job), fmt.Sprint(err)
+			if err != nil {
+				return false, err.Error()
+			}
+			c, done := jobFinished(job)
+			if done && c.Type != batchv1.JobComplete {
+				b.Fatalf("the LAMMPS Job failed: %s %s", c.Reason, c.Message)
+			}
+			return done, "conditions " + jobConditions(job.Status.Conditions)
 		})
 		runLAMMPS := time.Since(start)
 		lammps += runLAMMPS
@@ -130,15 +137,6 @@ var (
 	openmpiEnv = []string{"-o", "pmi=pmix", "--env=OMPI_ALLOW_RUN_AS_ROOT=1", "--env=OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
 		"--env=OMPI_MCA_btl_vader_single_copy_mechanism=none"}
 )
-
-func jobComplete(job *batchv1.Job) bool {
-	for _, c := range job.Status.Conditions {
-		if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
-			return true
-		}
-	}
-	return false
-}
 
 // createCompletingFloor creates an indexed Job of size pods that exit at once.
 func createCompletingFloor(b *testing.B, ns, name string, size int) {

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -160,20 +161,10 @@ func checkMPIHello(t *testing.T, log string, ranks, nodes int, want string) {
 		hosts[m[3]] = true
 	}
 	if len(seen) != ranks || len(hosts) != nodes {
-		t.Errorf("%d ranks on %d hosts said hello (%v), want %d ranks on %d pods:\n%s", len(seen), len(hosts), slices.Sorted(mapKeys(hosts)), ranks, nodes, log)
+		t.Errorf("%d ranks on %d hosts said hello (%v), want %d ranks on %d pods:\n%s", len(seen), len(hosts), slices.Sorted(maps.Keys(hosts)), ranks, nodes, log)
 	}
 	if !strings.Contains(log, "mpi-hello: ok") {
 		t.Errorf("mpi-hello's ring and allreduce did not pass:\n%s", log)
-	}
-}
-
-func mapKeys(m map[string]bool) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
 	}
 }
 

@@ -209,15 +209,21 @@ func waitJobFinished(t testing.TB, r *release, within time.Duration) batchv1.Job
 		if err != nil {
 			return false, err.Error()
 		}
-		for _, c := range job.Status.Conditions {
-			if c.Status == corev1.ConditionTrue && (c.Type == batchv1.JobFailed || c.Type == batchv1.JobComplete) {
-				finished = c
-				return true, ""
-			}
-		}
-		return false, "conditions " + jobConditions(job.Status.Conditions)
+		var done bool
+		finished, done = jobFinished(job)
+		return done, "conditions " + jobConditions(job.Status.Conditions)
 	})
 	return finished
+}
+
+// jobFinished is the Job's Complete or Failed condition, when it has one that is true.
+func jobFinished(job *batchv1.Job) (batchv1.JobCondition, bool) {
+	for _, c := range job.Status.Conditions {
+		if c.Status == corev1.ConditionTrue && (c.Type == batchv1.JobFailed || c.Type == batchv1.JobComplete) {
+			return c, true
+		}
+	}
+	return batchv1.JobCondition{}, false
 }
 
 // checkLeadPrintedHostnames: the lead's log has the output of `hostname` from every broker.

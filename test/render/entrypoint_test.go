@@ -284,6 +284,15 @@ func (p *pod) calls(t *testing.T) [][]string {
 }
 
 // brokerRuns is the calls of `flux broker`.
+// runsOnce runs the entrypoint of an ephemeral lead whose one broker run exits 0, and requires
+// it to exit 0.
+func (p *pod) runsOnce(t *testing.T) {
+	t.Helper()
+	p.brokers(t, "0")
+	status, out := p.run(t)
+	require.Equal(t, 0, status, out)
+}
+
 // cannotStart runs the entrypoint and requires it to exit 78 (the Job fails at once) with each
 // of want in its output, before any broker ran.
 func (p *pod) cannotStart(t *testing.T, want ...string) {
@@ -707,9 +716,7 @@ func TestEntrypointScheduler(t *testing.T) {
 	t.Run("fluxion from the view", func(t *testing.T) {
 		t.Parallel()
 		p := newPod(t, helmtest.Options{Set: []string{"command=hostname"}}, 0)
-		p.brokers(t, "0")
-		status, out := p.run(t)
-		require.Equal(t, 0, status, out)
+		p.runsOnce(t)
 		env := p.brokerEnv(t, 1)
 		assert.Equal(t, p.fluxRoot+"/etc/flux/modprobe:/minicluster/modprobe", env["FLUX_MODPROBE_PATH_APPEND"])
 		assert.Equal(t, p.fluxRoot+"/lib/flux/modules", env["FLUX_MODULE_PATH_PREPEND"])
@@ -729,18 +736,14 @@ func TestEntrypointScheduler(t *testing.T) {
 		require.NoError(t, os.RemoveAll(p.fluxRoot+"/etc/flux/modprobe"))
 		require.NoError(t, os.MkdirAll(p.fake+"/core/etc/flux/modprobe/modprobe.d", 0o755))
 		require.NoError(t, os.WriteFile(p.fake+"/core/etc/flux/modprobe/modprobe.d/fluxion.toml", nil, 0o644))
-		p.brokers(t, "0")
-		status, out := p.run(t)
-		require.Equal(t, 0, status, out)
+		p.runsOnce(t)
 		assert.Equal(t, "/minicluster/modprobe", p.brokerEnv(t, 1)["FLUX_MODPROBE_PATH_APPEND"])
 	})
 	t.Run("simple needs no Fluxion", func(t *testing.T) {
 		t.Parallel()
 		p := newPod(t, helmtest.Options{Set: []string{"command=hostname", "flux.scheduler=simple"}}, 0)
 		require.NoError(t, os.RemoveAll(p.fluxRoot+"/etc/flux/modprobe"))
-		p.brokers(t, "0")
-		status, out := p.run(t)
-		require.Equal(t, 0, status, out)
+		p.runsOnce(t)
 		assert.NotContains(t, p.brokerEnv(t, 1), "FLUX_MODULE_PATH_PREPEND")
 	})
 }
@@ -761,17 +764,13 @@ func TestEntrypointPMIx(t *testing.T) {
 		plugins := p.fluxRoot + "/lib/flux/shell/plugins"
 		require.NoError(t, os.MkdirAll(plugins, 0o755))
 		require.NoError(t, os.WriteFile(plugins+"/pmix.so", nil, 0o644))
-		p.brokers(t, "0")
-		status, out := p.run(t)
-		require.Equal(t, 0, status, out)
+		p.runsOnce(t)
 		assert.Contains(t, p.brokerRuns(t)[0], "-Sconf.shell_pluginpath="+plugins)
 	})
 	t.Run("not asked for, not there", func(t *testing.T) {
 		t.Parallel()
 		p := newPod(t, helmtest.Options{Set: []string{"command=hostname"}}, 0)
-		p.brokers(t, "0")
-		status, out := p.run(t)
-		require.Equal(t, 0, status, out)
+		p.runsOnce(t)
 		for _, arg := range p.brokerRuns(t)[0] {
 			assert.NotContains(t, arg, "shell_pluginpath")
 		}
@@ -799,18 +798,14 @@ func TestEntrypointDescribesCoresAndGPUs(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			p := newPod(t, helmtest.Options{Set: append([]string{"maxSize=4", "command=hostname"}, tc.set...)}, 0)
-			p.brokers(t, "0")
-			status, out := p.run(t)
-			require.Equal(t, 0, status, out)
+			p.runsOnce(t)
 			assert.Equal(t, append([]string{"R", "encode", "--hosts=flux-sample-[0-3]"}, tc.want...), p.call(t, "R"))
 		})
 	}
 	t.Run("GPUs without a CPU limit", func(t *testing.T) {
 		t.Parallel()
 		p := newPod(t, helmtest.Options{Set: []string{"maxSize=4", "command=hostname", "flux.gpusPerBroker=1"}}, 0)
-		p.brokers(t, "0")
-		status, out := p.run(t)
-		require.Equal(t, 0, status, out)
+		p.runsOnce(t)
 		nproc, err := exec.Command(busybox, "nproc").Output()
 		require.NoError(t, err)
 		n, err := strconv.Atoi(strings.TrimSpace(string(nproc)))
