@@ -13,13 +13,14 @@
 # FLUX_SCHED_SRC, FLUX_PMIX_SRC: the flux-sched and flux-pmix release tarballs (default: the single
 # one in ../shared/flux-sched/ and ../shared/flux-pmix/).
 # Outputs, in ${MINICLUSTER_CACHE:-$HOME/.cache/minicluster}/flux/<id>/ (<id>: sha256 of the
-# flux-core tarball, or of `git rev-parse HEAD` + `git diff HEAD` of a checkout, the two other
-# tarballs and ci/flux/mpi/, and -r<LAYOUT_REVISION>):
+# flux-core tarball, or of `git rev-parse HEAD` + `git diff HEAD` of a checkout, and of the two
+# other tarballs, and -r<LAYOUT_REVISION>):
 #   base.tar      debootstrap --variant=minbase bookworm: the application image without Flux
 #   software.tar  opt/software, opt/views, opt/view: flux-core, Fluxion, flux-pmix and all of their
 #                 runtime dependencies but glibc, each in its own prefix
 #   mpi.tar       BASE with Debian's MPICH 4.0.2, OpenMPI 4.1.4 (PMIx 4.2.2) and LAMMPS, and
-#                 /usr/local/bin/mpi-hello-{mpich,openmpi}: an MPI application image without Flux
+#                 /usr/local/bin/mpi-hello-{mpich,openmpi}: an MPI application image without Flux;
+#                 made again alone when ci/flux/mpi/ or MPI_REVISION changes (mpi.id)
 #   version       the flux-core version;  versions  flux-core, flux-sched, flux-pmix versions
 #   build.log     the log of the build;  done  the marker
 #   lock          held by a running build (flock); work/  the build root while building
@@ -36,27 +37,6 @@ die() {
 	exit 1
 }
 
-src=${FLUX_CORE_SRC:-}
-if [[ -z $src ]]; then
-	shopt -s nullglob
-	tarballs=("$repo"/../shared/flux-core/flux-core-*.tar.gz)
-	shopt -u nullglob
-	((${#tarballs[@]} == 1)) || die "want exactly one flux-core-*.tar.gz in $repo/../shared/flux-core (found ${#tarballs[@]}); or set FLUX_CORE_SRC"
-	src=${tarballs[0]}
-fi
-if [[ -d $src ]]; then
-	git -C "$src" rev-parse HEAD >/dev/null 2>&1 || die "$src is a directory but not a git checkout"
-	version=$(git -C "$src" describe --tags --always)
-	version=${version#v}
-	id=$({ git -C "$src" rev-parse HEAD && git -C "$src" diff HEAD; } | sha256sum | cut -d' ' -f1)
-elif [[ -f $src ]]; then
-	base=$(basename "$src")
-	[[ $base =~ ^flux-core-(.+)\.tar\.gz$ ]] || die "$src: want a name flux-core-<version>.tar.gz"
-	version=${BASH_REMATCH[1]}
-	id=$(sha256sum "$src" | cut -d' ' -f1)
-else
-	die "FLUX_CORE_SRC=$src: no such file or directory"
-fi
 # release_tarball VAR DIR NAME: the tarball $VAR names, or the single NAME-*.tar.gz in DIR.
 release_tarball() {
 	local given=${!1:-} found
@@ -71,6 +51,23 @@ release_tarball() {
 	((${#found[@]} == 1)) || die "want exactly one $3-*.tar.gz in $2 (found ${#found[@]}); or set $1"
 	echo "${found[0]}"
 }
+src=${FLUX_CORE_SRC:-}
+if [[ -z $src ]]; then
+	src=$(release_tarball FLUX_CORE_SRC "$repo/../shared/flux-core" flux-core)
+fi
+if [[ -d $src ]]; then
+	git -C "$src" rev-parse HEAD >/dev/null 2>&1 || die "$src is a directory but not a git checkout"
+	version=$(git -C "$src" describe --tags --always)
+	version=${version#v}
+	id=$({ git -C "$src" rev-parse HEAD && git -C "$src" diff HEAD; } | sha256sum | cut -d' ' -f1)
+elif [[ -f $src ]]; then
+	base=$(basename "$src")
+	[[ $base =~ ^flux-core-(.+)\.tar\.gz$ ]] || die "$src: want a name flux-core-<version>.tar.gz"
+	version=${BASH_REMATCH[1]}
+	id=$(sha256sum "$src" | cut -d' ' -f1)
+else
+	die "FLUX_CORE_SRC=$src: no such file or directory"
+fi
 sched_src=$(release_tarball FLUX_SCHED_SRC "$repo/../shared/flux-sched" flux-sched)
 pmix_src=$(release_tarball FLUX_PMIX_SRC "$repo/../shared/flux-pmix" flux-pmix)
 sched_version=$(basename "$sched_src" .tar.gz)
@@ -150,14 +147,37 @@ mount_chroot() {
 		mounted+=("$1/$m")
 	done
 }
-in_build() {
-	chroot "$build" /usr/bin/env -i HOME=/root LC_ALL=C.UTF-8 DEBIAN_FRONTEND=noninteractive \
+# in_root DIR CMD...: CMD in the chroot DIR, with a clean environment.
+in_root() {
+	local root=$1
+	shift
+	chroot "$root" /usr/bin/env -i HOME=/root LC_ALL=C.UTF-8 DEBIAN_FRONTEND=noninteractive \
 		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$@"
 }
+in_build() { in_root "$build" "$@"; }
 # rm -rf that never crosses into a mount left behind.
 remove() {
 	if grep -q " $1/" /proc/mounts; then die "refusing to remove $1: something is mounted below it"; fi
 	rm -rf --one-file-system "$1"
+}
+# root_from_base DIR: BASE unpacked at DIR, ready for apt-get in a chroot: the host's resolv.conf,
+# the .deb cache all roots share, /proc, /sys and /dev (undone by cleanup).
+root_from_base() {
+	remove "$1"
+	mkdir -p "$1" "$work/debs"
+	tar -C "$1" -xf "$cache/base.tar"
+	cp /etc/resolv.conf "$1/etc/resolv.conf"
+	mkdir -p "$1/var/cache/apt/archives"
+	mount --bind "$work/debs" "$1/var/cache/apt/archives"
+	mounted+=("$1/var/cache/apt/archives")
+	mount_chroot "$1"
+}
+# pack_root DIR TAR: DIR without package lists, .debs or device nodes (a container runtime
+# provides /dev) as the root filesystem tarball TAR, written whole or not at all.
+pack_root() {
+	rm -rf "${1:?}"/var/lib/apt/lists/* "${1:?}"/var/cache/apt/*.bin "${1:?}"/var/cache/apt/archives/*.deb "${1:?}"/dev/*
+	tar -C "$1" --numeric-owner --sort=name -cf "$2.tmp" .
+	mv "$2.tmp" "$2"
 }
 
 # 1. BASE: the application image without Flux.
@@ -166,11 +186,8 @@ if [[ ! -f $cache/base.tar ]]; then
 	remove "$work/base"
 	mkdir -p "$work/debs"
 	debootstrap --variant=minbase --cache-dir="$work/debs" bookworm "$work/base" "$mirror"
-	# No package lists, no .debs, no device nodes (a container runtime provides /dev).
-	rm -rf "${work:?}"/base/var/lib/apt/lists/* "$work"/base/var/cache/apt/*.bin "$work"/base/var/cache/apt/archives/*.deb "$work"/base/dev/*
 	: >"$work/base/etc/hostname"
-	tar -C "$work/base" --numeric-owner --sort=name -cf "$cache/base.tar.tmp" .
-	mv "$cache/base.tar.tmp" "$cache/base.tar"
+	pack_root "$work/base" "$cache/base.tar"
 	remove "$work/base"
 	echo "flux: base.tar ($(du -h "$cache/base.tar" | cut -f1)) in $((SECONDS - t)) s"
 fi
@@ -186,14 +203,7 @@ if [[ ! -f $cache/done ]]; then
 		libpmix-dev)
 	if [[ ! -f $build/.packages-done ]]; then
 		t=$SECONDS
-		remove "$build"
-		mkdir -p "$build"
-		tar -C "$build" -xf "$cache/base.tar"
-		cp /etc/resolv.conf "$build/etc/resolv.conf"
-		mkdir -p "$build/var/cache/apt/archives"
-		mount --bind "$work/debs" "$build/var/cache/apt/archives"
-		mounted+=("$build/var/cache/apt/archives")
-		mount_chroot "$build"
+		root_from_base "$build"
 		in_build apt-get update -qq
 		in_build apt-get install -y -qq --no-install-recommends "${build_packages[@]}" >/dev/null
 		cleanup
@@ -326,18 +336,11 @@ fi
 if ! mpi_current; then
 	t=$SECONDS
 	mpi=$work/mpi
-	remove "$mpi"
-	mkdir -p "$mpi" "$work/debs"
-	tar -C "$mpi" -xf "$cache/base.tar"
-	cp /etc/resolv.conf "$mpi/etc/resolv.conf"
-	mkdir -p "$mpi/var/cache/apt/archives" "$mpi/root/mpi"
+	root_from_base "$mpi"
+	mkdir -p "$mpi/root/mpi"
 	cp "$here"/mpi/*.c "$mpi/root/mpi/"
-	mount --bind "$work/debs" "$mpi/var/cache/apt/archives"
-	mounted+=("$mpi/var/cache/apt/archives")
-	mount_chroot "$mpi"
 	# shellcheck disable=SC2016 # expanded by the shell in the chroot
-	chroot "$mpi" /usr/bin/env -i HOME=/root LC_ALL=C.UTF-8 DEBIAN_FRONTEND=noninteractive \
-		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin /bin/bash -c '
+	in_root "$mpi" /bin/bash -c '
 		set -euo pipefail
 		apt-get update -qq
 		apt-get install -y -qq --no-install-recommends libmpich12 openmpi-bin libopenmpi3 lammps \
@@ -351,15 +354,14 @@ if ! mpi_current; then
 		cp -a /usr/share/lammps/examples/melt /opt/lammps/examples/
 		# Not libc6-dev: LAMMPS needs it (libkim-api2 depends on gfortran).
 		apt-get purge -y -qq --autoremove lammps-examples libmpich-dev libopenmpi-dev >/dev/null
-		rm -rf /root/mpi /var/lib/apt/lists/* /var/cache/apt/*.bin
+		rm -rf /root/mpi
 		for c in lmp mpi-hello-mpich mpi-hello-openmpi; do
 			command -v "$c" >/dev/null || { echo "mpi: $c is missing from the image" >&2; exit 1; }
 		done
 	'
 	cleanup
-	rm -rf "${mpi:?}"/var/cache/apt/archives/*.deb "${mpi:?}"/dev/* "$mpi/etc/resolv.conf"
-	tar -C "$mpi" --numeric-owner --sort=name -cf "$cache/mpi.tar.tmp" .
-	mv "$cache/mpi.tar.tmp" "$cache/mpi.tar"
+	rm -f "$mpi/etc/resolv.conf"
+	pack_root "$mpi" "$cache/mpi.tar"
 	echo "$mpi_id" >"$cache/mpi.id"
 	remove "$mpi"
 	echo "flux: mpi.tar ($(du -h "$cache/mpi.tar" | cut -f1)) in $((SECONDS - t)) s"

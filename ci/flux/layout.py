@@ -271,7 +271,7 @@ def cmd_deps(flux_version, flux_id, seeds):
         built.append(f"{ROOT}/{name}-{ver}-{b32hash(name, ver, flux_id, flux)}")
     site = [f"{p}/lib/{PYVER}/site-packages" for p in sorted(prefixes) if os.path.basename(p).startswith("py-")]
     with open(STATE, "w") as f:
-        json.dump({"prefixes": sorted(prefixes), "flux": flux, "built": built, "python": py, "libdirs": {}}, f, indent=1)
+        json.dump({"prefixes": sorted(prefixes), "built": built, "python": py, "libdirs": {}}, f, indent=1)
     print(f"PYTHON_PREFIX={py}\nFLUX_PREFIX={flux}\nSCHED_PREFIX={built[1]}\nPMIX_PREFIX={built[2]}\nPY_SITE_PATH={':'.join(site)}")
 
 
@@ -286,8 +286,7 @@ def elf_files(top):
 def cmd_finish():
     st = json.load(open(STATE))
     own = owners()
-    flux = st["flux"]
-    built = [p for p in st["built"] if os.path.isdir(p)]
+    built = st["built"]
     # Index of the tree's libraries by soname, for the built packages' files (linked against
     # /usr/lib); Debian keeps some in a subdirectory (pmix2/lib).
     by_name = {}
