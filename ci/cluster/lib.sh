@@ -44,6 +44,9 @@ CONTAINERD_SOCK=$CLUSTER_DIR/run/containerd.sock
 KUBECONFIG_FILE=$CLUSTER_DIR/kubeconfig
 LOG_DIR=$CLUSTER_DIR/logs
 PID_DIR=$CLUSTER_DIR/run
+# Configuration files of every component (up.sh writes them) and the cluster's PKI.
+CONF=$CLUSTER_DIR/conf
+PKI=$CLUSTER_DIR/pki
 # Start order; down.sh stops them in reverse.
 COMPONENTS=(containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy coredns)
 # The number of nodes up.sh started (NODES=...), kept for down.sh and later runs of up.sh.
@@ -118,3 +121,25 @@ cgroup_dirs() {
 		[[ -f $m/cgroup.procs ]] && echo "${m%/}/$name"
 	done
 }
+
+# start_in NETNS NAME COMMAND...: runs COMMAND in network namespace NETNS, detached, with its
+# output in $LOG_DIR/NAME.log and its pid in $PID_DIR/NAME.pid (current: for up.sh's messages).
+start_in() {
+	local ns=$1 name=$2
+	shift 2
+	current=$name
+	setsid nsenter --net="/run/netns/$ns" "$@" >>"$LOG_DIR/$name.log" 2>&1 </dev/null 9>&- &
+	echo $! >"$PID_DIR/$name.pid"
+	disown $! # its lifetime is down.sh's business, not this shell's
+}
+
+# Node N_*'s components, from the configuration up.sh wrote (up.sh, node.sh start).
+# PATH: containerd starts the runc shim it finds there; ours, not a host one.
+start_containerd() {
+	start_in "$N_NS" "containerd$N_SFX" env PATH="$CLUSTER_BIN:$PATH" "$CLUSTER_BIN/containerd" --config "$CONF/containerd$N_SFX.toml"
+}
+start_kubelet() {
+	start_in "$N_NS" "kubelet$N_SFX" "$CLUSTER_BIN/kubelet" --config="$CONF/kubelet$N_SFX.yaml" --kubeconfig="$CONF/kubelet$N_SFX.kubeconfig" \
+		--root-dir="$N_DIR/kubelet" --hostname-override="$N_NAME" --node-ip="$N_IP"
+}
+start_kube_proxy() { start_in "$N_NS" "kube-proxy$N_SFX" "$CLUSTER_BIN/kube-proxy" --config="$CONF/kube-proxy$N_SFX.yaml"; }

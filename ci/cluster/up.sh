@@ -128,16 +128,7 @@ wait_for() {
 	done
 }
 
-# start_in NETNS NAME COMMAND...: runs COMMAND in network namespace NETNS, detached, with its
-# output in $LOG_DIR/NAME.log and its pid in $PID_DIR/NAME.pid. start: in the cluster's.
-start_in() {
-	local ns=$1 name=$2
-	shift 2
-	current=$name
-	setsid nsenter --net="/run/netns/$ns" "$@" >>"$LOG_DIR/$name.log" 2>&1 </dev/null 9>&- &
-	echo $! >"$PID_DIR/$name.pid"
-	disown $! # its lifetime is down.sh's business, not this shell's
-}
+# start NAME COMMAND...: start_in (lib.sh) the cluster's namespace.
 start() { start_in "$NETNS" "$@"; }
 
 # ---- network namespaces --------------------------------------------------------------------
@@ -220,7 +211,6 @@ for ((k = 1; k <= NODES; k++)); do
 done
 
 # ---- PKI and kubeconfigs -------------------------------------------------------------------
-PKI=$CLUSTER_DIR/pki
 rm -rf "$PKI"
 mkdir -p "$PKI"
 chmod 700 "$PKI"
@@ -281,7 +271,6 @@ current-context: minicluster
 EOF
 	chmod 600 "$1"
 }
-CONF=$CLUSTER_DIR/conf
 mkdir -p "$CONF"
 kubeconfig "$KUBECONFIG_FILE" admin
 for c in controller-manager scheduler kube-proxy; do kubeconfig "$CONF/$c.kubeconfig" "$c"; done
@@ -376,11 +365,10 @@ server = "http://$reg"
   skip_verify = true
 EOF
 done
-# PATH: containerd starts the runc shim it finds there; ours, not a host one.
 for ((k = 1; k <= NODES; k++)); do
 	node_vars "$k"
 	containerd_conf
-	start_in "$N_NS" "containerd$N_SFX" env PATH="$CLUSTER_BIN:$PATH" "$CLUSTER_BIN/containerd" --config "$CONF/containerd$N_SFX.toml"
+	start_containerd
 done
 
 # ---- registry ------------------------------------------------------------------------------
@@ -482,8 +470,7 @@ evictionHard: {memory.available: "100Mi", nodefs.available: "1%", nodefs.inodesF
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 EOF
-	start_in "$N_NS" "kubelet$N_SFX" "$B/kubelet" --config="$CONF/kubelet$N_SFX.yaml" --kubeconfig="$CONF/kubelet$N_SFX.kubeconfig" \
-		--root-dir="$N_DIR/kubelet" --hostname-override="$N_NAME" --node-ip="$N_IP"
+	start_kubelet
 
 	cat >"$CONF/kube-proxy$N_SFX.yaml" <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
@@ -499,7 +486,7 @@ conntrack: {maxPerCore: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
 iptables: {localhostNodePorts: false}
 nodePortAddresses: [primary]
 EOF
-	start_in "$N_NS" "kube-proxy$N_SFX" "$B/kube-proxy" --config="$CONF/kube-proxy$N_SFX.yaml"
+	start_kube_proxy
 }
 for ((k = 1; k <= NODES; k++)); do
 	node_vars "$k"
