@@ -3,7 +3,7 @@
 # kernel keeps: a network namespace, a veth pair to the host with three host routes, and a
 # cgroup named $CGROUP_NAME in each cgroup controller.
 
-K8S_VERSION=${K8S_VERSION:-v1.35.4}
+K8S_VERSION=${K8S_VERSION:-v1.36.3}
 CLUSTER_DIR=${CLUSTER_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/.cluster}
 CLUSTER_BIN=${MINICLUSTER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/minicluster}/k8s-$K8S_VERSION/bin
 
