@@ -22,7 +22,7 @@ import (
 )
 
 // Tests of a MiniCluster spread over several nodes (make cluster-up NODES=3). They share the
-// nodes, cordon and drain them, so they run one after another inside TestNodes.
+// nodes, cordon, drain and stop them, so they run one after another inside TestNodes.
 
 // schedulableNodes are the Ready nodes new pods may go to (not cordoned, no NoSchedule taint).
 func schedulableNodes(t testing.TB) []string {
@@ -122,8 +122,10 @@ func checkOffNode(t *testing.T, pods map[int]corev1.Pod, node string) {
 	}
 }
 
+// TestNodes is not parallel: Go runs it before the parallel tests, alone, because the node it
+// stops (and the out-of-service taint that evicts everything on it) would take down the other
+// tests' brokers too.
 func TestNodes(t *testing.T) {
-	t.Parallel()
 	requireNodes(t, 3)
 	// Flux in both view modes and in the image; MPI where the image has it.
 	t.Run("spread/view-copy", func(t *testing.T) { testSpread(t, "image="+mpiImage) })
