@@ -323,10 +323,10 @@ func TestFluxView(t *testing.T) {
 	assert.Equal(t, []string{"flux", "flux-view", "keys"}, containerNames(job), "the copy beside the broker, before the keys step (it takes longer)")
 	view := container(t, job, "flux-view")
 	assert.Equal(t, "example.org/view:1", view.Image)
-	// The real flux-view layout: /opt/view links to the view tree, which links into /opt/software.
-	assert.Contains(t, view.Command[2], "m=/opt/fluxview\n")
-	assert.Contains(t, view.Command[2], `cp -a "$view/." "$m/view/"`)
-	assert.Contains(t, view.Command[2], `cp -a /opt/software/. "$m/software/"`)
+	// The real flux-view layout: /opt/view links to the view tree, which links into /opt/software
+	// (files/view-copy.sh; TestViewCopy runs it).
+	assert.Equal(t, map[string]string{"MINICLUSTER_FLUX_VIEW_MOUNT": "/opt/fluxview", "MINICLUSTER_FLUX_VIEW_IMAGE": "example.org/view:1",
+		"MINICLUSTER_FLUX_VIEW_SOFTWARE": "/opt/software"}, env(view))
 	assert.Equal(t, "/minicluster/keys /opt/fluxview", env(spec.Containers[0])["MINICLUSTER_HELPERS"], "the entrypoint waits for the copy and the keys")
 	assert.Contains(t, spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "flux-view", MountPath: "/opt/fluxview"})
 	assert.Contains(t, spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "flux-view", MountPath: "/opt/software", SubPath: "software"},
