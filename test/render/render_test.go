@@ -395,7 +395,7 @@ func TestKeyMaterial(t *testing.T) {
 		assert.Empty(t, secret.Data, "the chart never renders key material: the keygen Job makes it")
 		job := get[*batchv1.Job](t, objs, "Job", "flux-sample")
 		keys := container(t, job, "keys")
-		assert.Equal(t, "ghcr.io/minicluster/flux-keygen:0.1.0", keys.Image)
+		assert.Equal(t, "ghcr.io/minicluster/flux-keygen:"+helmtest.AppVersion(), keys.Image)
 		assert.Equal(t, []string{"kube", "fetch", "--beside-broker", "--namespace=$(POD_NAMESPACE)", "--out=/minicluster/keys", "--curve-name=flux-sample-curve",
 			"--storage=Secret", "--wait-parent", "--hosts-file=/minicluster/config/hosts", "--topology="}, keys.Args)
 		assert.Equal(t, corev1.StorageMediumMemory, volume(t, job, "keys").EmptyDir.Medium, "keys stay in memory")
@@ -420,7 +420,7 @@ func TestKeyMaterial(t *testing.T) {
 		keygen := get[*batchv1.Job](t, objs, "Job", "flux-sample-keygen")
 		assert.Empty(t, keygen.Annotations["helm.sh/hook"], "the keygen Job is part of the release, not a hook")
 		c := keygen.Spec.Template.Spec.Containers[0]
-		assert.Equal(t, "ghcr.io/minicluster/flux-keygen:0.1.0", c.Image)
+		assert.Equal(t, "ghcr.io/minicluster/flux-keygen:"+helmtest.AppVersion(), c.Image)
 		assert.Equal(t, []string{"kube", "--release=flux-sample", "--namespace=$(POD_NAMESPACE)", "--curve-name=flux-sample-curve", "--storage=Secret"}, c.Args)
 		assert.True(t, *c.SecurityContext.ReadOnlyRootFilesystem)
 		assert.True(t, *keygen.Spec.Template.Spec.SecurityContext.RunAsNonRoot)

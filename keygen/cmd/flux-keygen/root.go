@@ -15,7 +15,7 @@ import (
 	"github.com/minicluster/minicluster/keygen/kube"
 )
 
-// version is set at build time: -ldflags "-X main.version=0.1.0".
+// version is set at build time: -ldflags "-X main.version=$(cat VERSION)".
 var version = "dev"
 
 // Exit codes.
