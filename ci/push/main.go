@@ -15,6 +15,11 @@
 // digest), 1 when the registry cannot tell (ci/release.sh uses it to refuse a released version):
 //
 //	go run ./ci/push --registry 127.0.0.1:5000/minicluster --check flux-keygen:1.2.3,charts/minicluster:1.2.3
+//
+// Files: push.go pushes (Push); target.go parses the registry; load.go reads the tarballs;
+// index.go makes a multi-platform index, rebuilding the binary per platform with
+// internal/staticbuild (as ci/images builds it); layer.go reads and replaces a file in a layer;
+// size.go reports what was pushed; exists.go answers --check.
 package main
 
 import (
