@@ -366,7 +366,7 @@ func TestFluxViewImage(t *testing.T) {
 	}
 }
 
-// container is the Job's pod container name: flux (the broker), keys (flux-keygen kube fetch)
+// container is the Job's pod container name: flux (the broker), keys (flux-keygen sidecar)
 // or flux-view (the copy of the view), the last two beside the broker.
 func container(t *testing.T, job *batchv1.Job, name string) corev1.Container {
 	t.Helper()
@@ -396,7 +396,7 @@ func TestKeyMaterial(t *testing.T) {
 		job := get[*batchv1.Job](t, objs, "Job", "flux-sample")
 		keys := container(t, job, "keys")
 		assert.Equal(t, "ghcr.io/minicluster/flux-keygen:"+helmtest.AppVersion(), keys.Image)
-		assert.Equal(t, []string{"kube", "fetch", "--beside-broker", "--namespace=$(POD_NAMESPACE)", "--out=/minicluster/keys", "--curve-name=flux-sample-curve",
+		assert.Equal(t, []string{"sidecar", "--namespace=$(POD_NAMESPACE)", "--out=/minicluster/keys", "--curve-name=flux-sample-curve",
 			"--storage=Secret", "--wait-parent", "--hosts-file=/minicluster/config/hosts", "--topology="}, keys.Args)
 		assert.Equal(t, corev1.StorageMediumMemory, volume(t, job, "keys").EmptyDir.Medium, "keys stay in memory")
 		// The API token reaches the keys step alone.

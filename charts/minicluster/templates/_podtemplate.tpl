@@ -228,15 +228,14 @@ spec:
           mountPath: /minicluster/keys
           readOnly: true
     {{- end }}
-    # The keys the keygen Job writes while the pods start; a worker also waits until the
-    # Service lists its parent broker, so that its first DNS lookup of it finds it.
+    # The sidecar (flux-keygen sidecar): the keys the keygen Job writes while the pods start; a
+    # worker's also waits until the Service lists its parent broker, so that its first DNS
+    # lookup of it finds it.
     - name: keys
       image: {{ include "minicluster.image" (dict "root" . "repository" .Values.keygen.image.repository "tag" (.Values.keygen.image.tag | default .Chart.AppVersion)) }}
       imagePullPolicy: {{ .Values.keygen.image.pullPolicy }}
       args:
-        - kube
-        - fetch
-        - --beside-broker
+        - sidecar
         - --namespace=$(POD_NAMESPACE)
         - --out=/minicluster/keys
         {{- if .Values.curve.existingSecret }}

@@ -1,4 +1,4 @@
-package kube
+package wait
 
 import (
 	"bytes"
@@ -28,7 +28,8 @@ func brokerJob(parallelism int32, conds ...batchv1.JobCondition) *batchv1.Job {
 	}
 }
 
-// brokerPod is pod i of the Job; waiting gives the "keys" init container that waiting state.
+// brokerPod is pod i of the Job; waiting gives its "keys" container (the sidecar beside the
+// broker's) that waiting state.
 func brokerPod(i int, ready bool, waiting *corev1.ContainerStateWaiting) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("mc-%d", i), Namespace: "ns", Labels: map[string]string{
@@ -40,7 +41,7 @@ func brokerPod(i int, ready bool, waiting *corev1.ContainerStateWaiting) *corev1
 		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	}
 	if waiting != nil {
-		p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "keys", Image: "reg.example/minicluster/flux-keygen:1.2.3",
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "keys", Image: "reg.example/minicluster/flux-keygen:1.2.3",
 			State: corev1.ContainerState{Waiting: waiting}}}
 	}
 	return p
@@ -51,7 +52,7 @@ func runWait(t *testing.T, within time.Duration, objs ...runtime.Object) (string
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	var log bytes.Buffer
-	err := Wait(ctx, fake.NewClientset(objs...), WaitOptions{Namespace: "ns", Release: "mc", Poll: 10 * time.Millisecond}, &log)
+	err := Release(ctx, fake.NewClientset(objs...), Options{Namespace: "ns", Release: "mc", Poll: 10 * time.Millisecond}, &log)
 	return log.String(), err
 }
 
