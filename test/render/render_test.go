@@ -298,8 +298,8 @@ func TestModesReachThePods(t *testing.T) {
 		set  []string
 		want map[string]string
 	}{
-		{"interactive by default", nil, map[string]string{"MINICLUSTER_INTERACTIVE": "true", "MINICLUSTER_COMMAND": ""}},
-		{"ephemeral command", []string{"command=lmp -in in.lj"}, map[string]string{"MINICLUSTER_INTERACTIVE": "false", "MINICLUSTER_COMMAND": "lmp -in in.lj", "MINICLUSTER_TASKS": "0"}},
+		{"interactive by default", nil, map[string]string{"MINICLUSTER_COMMAND": ""}},
+		{"ephemeral command", []string{"command=lmp -in in.lj"}, map[string]string{"MINICLUSTER_COMMAND": "lmp -in in.lj", "MINICLUSTER_TASKS": "0"}},
 		{"tasks", []string{"command=hostname", "tasks=8"}, map[string]string{"MINICLUSTER_TASKS": "8"}},
 		{"flux options", []string{"flux.logLevel=7", "flux.connectTimeout=2s", "flux.cleanupTimeout=20s", "flux.topology=kary:2", "flux.brokerOptions={-Sa=1,-Sb=x y}"},
 			map[string]string{"MINICLUSTER_LOG_LEVEL": "7", "MINICLUSTER_CONNECT_TIMEOUT": "2s", "MINICLUSTER_CLEANUP_TIMEOUT": "20s", "MINICLUSTER_TOPOLOGY": "kary:2", "MINICLUSTER_BROKER_OPTIONS": "-Sa=1\n-Sb=x y"}},

@@ -154,8 +154,9 @@ if [ -n "$MINICLUSTER_BROKER_OPTIONS" ]; then
   set +f
   IFS=$old_ifs
 fi
+# No command: interactive, the instance stays up (no initial program). A command: ephemeral.
 ephemeral_lead=false
-if [ "$MINICLUSTER_INTERACTIVE" = true ]; then
+if [ -z "$MINICLUSTER_COMMAND" ]; then
   set -- "$@" -Sbroker.rc2_none=1
 elif [ "$MINICLUSTER_TASKS" -gt 0 ]; then
   set -- "$@" flux submit --quiet --watch -N "$size" -n "$MINICLUSTER_TASKS" /bin/sh -c "$MINICLUSTER_COMMAND"
@@ -164,7 +165,7 @@ else
 fi
 if [ "$index" -eq 0 ]; then
   log "lead broker: $size of hosts $hosts, quorum $size"
-  [ "$MINICLUSTER_INTERACTIVE" = true ] || ephemeral_lead=true
+  [ -z "$MINICLUSTER_COMMAND" ] || ephemeral_lead=true
 fi
 
 # Left in the broker's rundir by a worker's broker (modprobe-rc1.py): "joined" as its rc1

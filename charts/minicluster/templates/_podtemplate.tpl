@@ -91,8 +91,6 @@ spec:
           value: {{ .Values.command | quote }}
         - name: MINICLUSTER_TASKS
           value: {{ int .Values.tasks | quote }}
-        - name: MINICLUSTER_INTERACTIVE
-          value: {{ ternary "true" "false" (not (include "minicluster.ephemeral" .)) | quote }}
         # Brokers start again when the instance ends, unless the Job needs every pod to succeed
         # (ephemeral on a cluster without successPolicy).
         - name: MINICLUSTER_REJOIN
