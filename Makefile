@@ -102,8 +102,8 @@ bench-e2e: build tools images ## timings on the cluster in KUBECONFIG with real 
 bench:
 	go test -run='^$$' -bench=. -benchmem ./...
 
-cluster-up: deps ## a real single-node Kubernetes on this machine (root, Linux)
-	bash ci/cluster/up.sh
+cluster-up: deps ## a real Kubernetes on this machine (root, Linux); NODES=3 for three nodes (default 1)
+	NODES=$(or $(NODES),1) bash ci/cluster/up.sh
 
 cluster-down:
 	bash ci/cluster/down.sh

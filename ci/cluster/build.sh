@@ -13,7 +13,7 @@
 # Kubernetes binaries were released with.
 set -euo pipefail
 
-K8S_VERSION=${K8S_VERSION:-v1.35.4}
+K8S_VERSION=${K8S_VERSION:-v1.36.3}
 COREDNS_VERSION=${COREDNS_VERSION:-v1.15.0}
 CONTAINERD_VERSION=${CONTAINERD_VERSION:-v2.2.9}
 CACHE=${MINICLUSTER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/minicluster}

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# down.sh stops the local cluster that up.sh started and removes what it made: the pods'
-# containers, kubelet, kube-proxy (and its iptables chains), the control plane, CoreDNS, etcd,
-# containerd, the registry (ci/registry/down.sh), the mounts under $CLUSTER_DIR, the cgroups,
-# the network namespace with its veths and host routes, and the cluster state (the registry's
-# storage with it). It keeps $CLUSTER_DIR/logs and the binary cache
+# down.sh stops the local cluster that up.sh started and removes what it made: on every node the
+# pods' containers, kubelet, kube-proxy (and its iptables chains) and containerd; the control
+# plane, CoreDNS, etcd, the registry (ci/registry/down.sh), the mounts under $CLUSTER_DIR, the
+# cgroups, the network namespaces with their veths and host routes, and the cluster state (the
+# registry's storage with it). It keeps $CLUSTER_DIR/logs and the binary cache
 # ($CLUSTER_DIR/bin links to it).
 # Idempotent: with nothing running it only makes sure nothing is left.
 set -uo pipefail
@@ -37,45 +37,66 @@ running() {
 	return 1
 }
 
-step "kubelet and containers"
-# 1. Nothing may restart pods: the kubelet goes first, then every container is killed.
-stop kubelet
+# The nodes to take down: the first, and every other one of which anything is left (up.sh may
+# have failed half-way, or a test may have stopped a node's processes).
+nodes=(1)
+for ((k = 2; k <= MAX_NODES; k++)); do
+	node_vars "$k"
+	if [[ -e /run/netns/$N_NS || -d $N_DIR ]] || ls "$PID_DIR"/*"$N_SFX".pid >/dev/null 2>&1; then nodes+=("$k"); fi
+done
+
+step "kubelets and containers"
+# 1. Nothing may restart pods: each kubelet goes first, then every container of its node.
 netns_paths=()
 ids=()
-if alive containerd; then
-	mapfile -t ids < <(ctr_k8s containers ls -q 2>/dev/null)
-	for id in "${ids[@]}"; do
-		path=$(ctr_k8s containers info "$id" 2>/dev/null |
-			sed -n 's#.*"path": "\(/[^"]*netns/[^"]*\)".*#\1#p' | head -1)
-		[[ -n $path ]] && netns_paths+=("$path")
+for k in "${nodes[@]}"; do
+	node_vars "$k"
+	stop "kubelet$N_SFX"
+	if alive "containerd$N_SFX"; then
+		mapfile -t node_ids < <(ctr_node containers ls -q 2>/dev/null)
+		ids+=("${node_ids[@]}")
+		for id in "${node_ids[@]}"; do
+			path=$(ctr_node containers info "$id" 2>/dev/null |
+				sed -n 's#.*"path": "\(/[^"]*netns/[^"]*\)".*#\1#p' | head -1)
+			[[ -n $path ]] && netns_paths+=("$path")
+		done
+		for id in $(ctr_node tasks ls -q 2>/dev/null); do ctr_node tasks kill -s SIGKILL "$id" >/dev/null 2>&1; done
+		for id in $(ctr_node tasks ls -q 2>/dev/null); do ctr_node tasks delete -f "$id" >/dev/null 2>&1; done
+		for id in $(ctr_node containers ls -q 2>/dev/null); do ctr_node containers delete "$id" >/dev/null 2>&1; done
+	fi
+	# Whatever still runs in the pods' cgroups is the cluster's: kill it.
+	for d in $(cgroup_dirs "$N_CGROUP"); do
+		[[ -d $d ]] || continue
+		find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u | while read -r pid; do kill -KILL "$pid" 2>/dev/null; done
 	done
-	for id in $(ctr_k8s tasks ls -q 2>/dev/null); do ctr_k8s tasks kill -s SIGKILL "$id" >/dev/null 2>&1; done
-	for id in $(ctr_k8s tasks ls -q 2>/dev/null); do ctr_k8s tasks delete -f "$id" >/dev/null 2>&1; done
-	for id in $(ctr_k8s containers ls -q 2>/dev/null); do ctr_k8s containers delete "$id" >/dev/null 2>&1; done
-fi
-# Whatever still runs in the pods' cgroups is the cluster's: kill it.
-for d in $(cgroup_dirs); do
-	[[ -d $d ]] || continue
-	find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u | while read -r pid; do kill -KILL "$pid" 2>/dev/null; done
 done
 
 step "kube-proxy"
 # 2. kube-proxy, then its iptables chains (they live in the namespace; flushed all the same).
-stop kube-proxy
-if [[ -e /run/netns/$NETNS && -x $CLUSTER_BIN/kube-proxy ]]; then
-	in_ns "$CLUSTER_BIN/kube-proxy" --cleanup >>"$LOG_DIR/kube-proxy-cleanup.log" 2>&1 || true
-fi
+for k in "${nodes[@]}"; do
+	node_vars "$k"
+	stop "kube-proxy$N_SFX"
+	if [[ -e /run/netns/$N_NS && -x $CLUSTER_BIN/kube-proxy ]]; then
+		in_node_ns "$CLUSTER_BIN/kube-proxy" --cleanup >>"$LOG_DIR/kube-proxy$N_SFX-cleanup.log" 2>&1 || true
+	fi
+done
 
 step "control plane"
 # 3. The rest, in reverse start order.
-for name in coredns kube-scheduler kube-controller-manager kube-apiserver etcd containerd; do stop "$name"; done
+for name in coredns kube-scheduler kube-controller-manager kube-apiserver etcd; do stop "$name"; done
+for k in "${nodes[@]}"; do node_vars "$k" && stop "containerd$N_SFX"; done
 # The registry lives in the namespace too: it goes before the namespace does.
 CLUSTER_DIR=$CLUSTER_DIR bash "$(dirname "${BASH_SOURCE[0]}")/../registry/down.sh" | grep -v 'not running'
 REGISTRY_DIR=$CLUSTER_AUTH_DIR bash "$(dirname "${BASH_SOURCE[0]}")/../registry/down.sh" | grep -v 'not running'
-# containerd's shims outlive it; ours are the ones that talk to its socket.
+# containerd's shims outlive it; ours are the ones that talk to one of its sockets.
+socks=()
+for k in "${nodes[@]}"; do node_vars "$k" && socks+=("$N_SOCK"); done
 for p in /proc/[0-9]*; do
 	cmd=$(tr '\0' ' ' 2>/dev/null <"$p/cmdline") || continue
-	if [[ $cmd == *containerd-shim* && $cmd == *"-address $CONTAINERD_SOCK"* ]]; then kill -KILL "${p#/proc/}" 2>/dev/null; fi
+	[[ $cmd == *containerd-shim* ]] || continue
+	for sock in "${socks[@]}"; do
+		if [[ $cmd == *"-address $sock "* ]]; then kill -KILL "${p#/proc/}" 2>/dev/null; fi
+	done
 done
 
 step "mounts"
@@ -91,8 +112,13 @@ for m in $(mounts_under); do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/nu
 for id in "${ids[@]}"; do rm -f /var/lib/cni/results/minicluster-"$id"-* /var/lib/cni/results/cni-loopback-"$id"-*; done
 
 step "cgroups"
+cgroups=()
 # 5. cgroups, deepest first (a cgroup only goes once its processes have).
-for d in $(cgroup_dirs); do
+for k in "${nodes[@]}"; do
+	node_vars "$k"
+	mapfile -t -O "${#cgroups[@]}" cgroups < <(cgroup_dirs "$N_CGROUP")
+done
+for d in "${cgroups[@]}"; do
 	[[ -d $d ]] || continue
 	for ((i = 0; i < 20; i++)); do
 		find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
@@ -105,7 +131,10 @@ done
 step "network"
 # 6. Network: deleting the namespace deletes its veths (and so the host end and host routes).
 ip link del "$HOST_LINK" 2>/dev/null
-if [[ -e /run/netns/$NETNS ]]; then ip netns del "$NETNS" && say "deleted network namespace $NETNS"; fi
+for k in "${nodes[@]}"; do
+	node_vars "$k"
+	if [[ -e /run/netns/$N_NS ]]; then ip netns del "$N_NS" && say "deleted network namespace $N_NS"; fi
+done
 
 step "state"
 # 7. State. Only when nothing is mounted below any more: rm must never walk into a bind mount.

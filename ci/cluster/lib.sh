@@ -3,7 +3,7 @@
 # kernel keeps: a network namespace, a veth pair to the host with three host routes, and a
 # cgroup named $CGROUP_NAME in each cgroup controller.
 
-K8S_VERSION=${K8S_VERSION:-v1.35.4}
+K8S_VERSION=${K8S_VERSION:-v1.36.3}
 CLUSTER_DIR=${CLUSTER_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/.cluster}
 CLUSTER_BIN=${MINICLUSTER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/minicluster}/k8s-$K8S_VERSION/bin
 
@@ -14,16 +14,19 @@ IDX=${MINICLUSTER_INDEX:-0}
 SUFFIX=${IDX#0}
 NETNS=minicluster$SUFFIX
 NODE_NAME=minicluster
-# The node's address; it sits on a veth pair whose both ends stay in the namespace, which also
-# holds the (dead-end) default route, so nothing in the cluster reaches beyond the host.
-NODE_IP=10.250.$((IDX * 2)).2
-NODE_GW=10.250.$((IDX * 2)).1
+# The node network: a bridge in the control plane's namespace, with node K at .K+1. The first
+# node's address is on the bridge itself; the namespace also holds the (dead-end) default route
+# via .1, so nothing in the cluster reaches beyond the host.
+NODE_NET=10.250.$((IDX * 2))
+NODE_IP=$NODE_NET.2
+NODE_GW=$NODE_NET.1
 # The host end and the namespace end of the link that lets the host reach the cluster.
 HOST_LINK=mc-host$SUFFIX
 HOST_LINK_IP=10.250.$((IDX * 2 + 1)).1
 NS_LINK=mc-ns
 NS_LINK_IP=10.250.$((IDX * 2 + 1)).2
-POD_CIDR=10.$((244 + IDX)).0.0/24
+# Every node's pods get a /24 of this range (node K: 10.244.K-1.0/24).
+POD_CIDR=10.$((244 + IDX)).0.0/16
 SERVICE_CIDR=10.$((96 + IDX)).0.0/16
 API_SERVICE_IP=10.$((96 + IDX)).0.1
 CLUSTER_DOMAIN=cluster.local
@@ -41,8 +44,34 @@ CONTAINERD_SOCK=$CLUSTER_DIR/run/containerd.sock
 KUBECONFIG_FILE=$CLUSTER_DIR/kubeconfig
 LOG_DIR=$CLUSTER_DIR/logs
 PID_DIR=$CLUSTER_DIR/run
+# Configuration files of every component (up.sh writes them) and the cluster's PKI.
+CONF=$CLUSTER_DIR/conf
+PKI=$CLUSTER_DIR/pki
 # Start order; down.sh stops them in reverse.
 COMPONENTS=(containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy coredns)
+# The number of nodes up.sh started (NODES=...), kept for down.sh and later runs of up.sh.
+NODES_FILE=$PID_DIR/nodes
+MAX_NODES=9
+
+# node_vars K sets the names of node K (1..MAX_NODES): N_NAME, N_NS (its network namespace),
+# N_IP, N_POD_CIDR, N_DIR (its state), N_SFX (suffix of its components' pid and log files),
+# N_CGROUP and N_SOCK (its containerd). Node 1 shares the control plane's namespace and
+# directory; every other node has its own containerd, kubelet and kube-proxy in a namespace of
+# its own, linked to the node network bridge, as a machine of a real cluster is.
+node_vars() {
+	local k=$1
+	N_IP=$NODE_NET.$((k + 1))
+	N_POD_CIDR=10.$((244 + IDX)).$((k - 1)).0/24
+	if ((k == 1)); then
+		N_NAME=$NODE_NAME N_NS=$NETNS N_DIR=$CLUSTER_DIR N_SFX='' N_CGROUP=$CGROUP_NAME
+	else
+		N_NAME=$NODE_NAME-$k N_NS=$NETNS-n$k N_DIR=$CLUSTER_DIR/nodes/n$k N_SFX=-n$k N_CGROUP=$CGROUP_NAME-n$k
+	fi
+	N_SOCK=$N_DIR/run/containerd.sock
+}
+
+# node_count: how many nodes the running cluster has (1 when up.sh did not record it).
+node_count() { if [[ -s $NODES_FILE ]]; then cat "$NODES_FILE"; else echo 1; fi; }
 
 # lock: one up.sh or down.sh at a time per cluster (up.sh calls down.sh under its own lock).
 lock() {
@@ -57,8 +86,9 @@ say() { printf '%s\n' "$*"; }
 die() { printf 'cluster: %s\n' "$*" >&2; exit 1; }
 
 # in_ns runs a command inside the cluster's network namespace (nsenter, not `ip netns exec`,
-# which remounts /sys under the kubelet's feet).
+# which remounts /sys under the kubelet's feet); in_node_ns inside node N_NS's.
 in_ns() { nsenter --net="/run/netns/$NETNS" "$@"; }
+in_node_ns() { nsenter --net="/run/netns/$N_NS" "$@"; }
 
 pid_of() { local f=$PID_DIR/$1.pid; [[ -f $f ]] && cat "$f"; }
 
@@ -72,19 +102,44 @@ alive() {
 
 kubectl_admin() { "$CLUSTER_BIN/kubectl" --kubeconfig "$KUBECONFIG_FILE" "$@"; }
 
-# ctr_k8s runs ctr against the cluster's own containerd, in the namespace the CRI uses.
+# ctr_k8s runs ctr against the first node's containerd, in the namespace the CRI uses;
+# ctr_node against node N_SOCK's.
 ctr_k8s() { "$CLUSTER_BIN/ctr" --address "$CONTAINERD_SOCK" -n k8s.io "$@"; }
+ctr_node() { "$CLUSTER_BIN/ctr" --address "$N_SOCK" -n k8s.io "$@"; }
 
-# cgroup_dirs prints the cluster's cgroup directory in every mounted cgroup hierarchy (in hybrid
-# mode the pods' cgroups appear in the cgroup2 tree "unified" too).
+# cgroup_dirs [NAME] prints the cgroup directory NAME (default: the first node's) in every
+# mounted cgroup hierarchy (in hybrid mode the pods' cgroups appear in the cgroup2 tree
+# "unified" too).
 cgroup_dirs() {
-	local m
+	local m name=${1:-$CGROUP_NAME}
 	if [[ -f /sys/fs/cgroup/cgroup.controllers ]]; then
-		echo "/sys/fs/cgroup/$CGROUP_NAME"
+		echo "/sys/fs/cgroup/$name"
 		return
 	fi
 	for m in /sys/fs/cgroup/*/; do
 		[[ -L ${m%/} ]] && continue # cpu,cpuacct style symlinks
-		[[ -f $m/cgroup.procs ]] && echo "${m%/}/$CGROUP_NAME"
+		[[ -f $m/cgroup.procs ]] && echo "${m%/}/$name"
 	done
 }
+
+# start_in NETNS NAME COMMAND...: runs COMMAND in network namespace NETNS, detached, with its
+# output in $LOG_DIR/NAME.log and its pid in $PID_DIR/NAME.pid (current: for up.sh's messages).
+start_in() {
+	local ns=$1 name=$2
+	shift 2
+	current=$name
+	setsid nsenter --net="/run/netns/$ns" "$@" >>"$LOG_DIR/$name.log" 2>&1 </dev/null 9>&- &
+	echo $! >"$PID_DIR/$name.pid"
+	disown $! # its lifetime is down.sh's business, not this shell's
+}
+
+# Node N_*'s components, from the configuration up.sh wrote (up.sh, node.sh start).
+# PATH: containerd starts the runc shim it finds there; ours, not a host one.
+start_containerd() {
+	start_in "$N_NS" "containerd$N_SFX" env PATH="$CLUSTER_BIN:$PATH" "$CLUSTER_BIN/containerd" --config "$CONF/containerd$N_SFX.toml"
+}
+start_kubelet() {
+	start_in "$N_NS" "kubelet$N_SFX" "$CLUSTER_BIN/kubelet" --config="$CONF/kubelet$N_SFX.yaml" --kubeconfig="$CONF/kubelet$N_SFX.kubeconfig" \
+		--root-dir="$N_DIR/kubelet" --hostname-override="$N_NAME" --node-ip="$N_IP"
+}
+start_kube_proxy() { start_in "$N_NS" "kube-proxy$N_SFX" "$CLUSTER_BIN/kube-proxy" --config="$CONF/kube-proxy$N_SFX.yaml"; }

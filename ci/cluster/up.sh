@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# up.sh starts a real single-node Kubernetes on this machine (Linux, root): etcd, kube-apiserver,
+# up.sh starts a real Kubernetes on this machine (Linux, root): etcd, kube-apiserver,
 # kube-controller-manager, kube-scheduler, kubelet, kube-proxy (iptables), CoreDNS, a
 # containerd of its own and a plain-HTTP image registry on the node IP that containerd pulls
 # from, all inside their own network namespace, reachable from the host through a veth pair and
-# host routes (node IP, pod and service ranges). State and logs: $CLUSTER_DIR.
+# host routes (node network, pod and service ranges). State and logs: $CLUSTER_DIR.
+# NODES=N (1-9, default 1) adds N-1 nodes, each a kubelet, kube-proxy and containerd of its own
+# in a network namespace of its own, on a bridge with the first; every node routes to the
+# others' pod ranges, so traffic between pods on two nodes crosses a (virtual) link.
 # Idempotent: when the cluster already runs it says so and exits 0. `make cluster-down` stops it.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
-say "a real single-node Kubernetes $K8S_VERSION (kube-apiserver, kube-controller-manager, kube-scheduler, kubelet and kube-proxy built from k8s.io/kubernetes, etcd, containerd, CoreDNS) in network namespace '$NETNS', state in $CLUSTER_DIR"
+NODES=${NODES:-1}
+[[ $NODES =~ ^[1-9]$ ]] || die "NODES=$NODES: give a number of nodes from 1 to $MAX_NODES"
+say "a real $NODES-node Kubernetes $K8S_VERSION (kube-apiserver, kube-controller-manager, kube-scheduler, kubelet and kube-proxy built from k8s.io/kubernetes, etcd, containerd, CoreDNS) in network namespace '$NETNS', state in $CLUSTER_DIR"
 T0=$(date +%s%N)
 timeline=()
 mark() { timeline+=("$1 $(elapsed)s"); }
@@ -25,10 +30,23 @@ done
 for p in bridge host-local portmap loopback; do [[ -x /usr/lib/cni/$p ]] || missing+=("/usr/lib/cni/$p"); done
 command -v conntrack >/dev/null || missing+=(conntrack)
 ((${#missing[@]} == 0)) || die "missing ${missing[*]}; install: apt-get install runc containernetworking-plugins etcd-server iptables conntrack iproute2 openssl busybox-static docker-registry"
+# What a node costs here: its kubelet, kube-proxy and containerd take about 200 MiB and a few
+# percent of a core idle; the control plane 750 MiB; pods come on top.
+avail_mib=$(($(awk '/^MemAvailable:/ {print $2}' /proc/meminfo) / 1024))
+need_mib=$((1024 + NODES * 512))
+((avail_mib >= need_mib)) || die "NODES=$NODES needs about $need_mib MiB of free memory (1 GiB for the control plane and 512 MiB a node before any pod) and this machine has $avail_mib MiB available; ask for fewer nodes"
+cores=$(nproc)
+((NODES <= 4 * cores)) || die "NODES=$NODES is more than 4 nodes per core ($cores cores here): every kubelet polls its pods and containers, and more would leave the pods too little CPU; ask for at most $((4 * cores))"
 lock
 (( ${#CONTAINERD_SOCK} < 100 )) || die "CLUSTER_DIR=$CLUSTER_DIR is too long for a unix socket path; choose a shorter CLUSTER_DIR"
 
-all_alive() { local c; for c in "${COMPONENTS[@]}"; do alive "$c" || return 1; done; }
+all_alive() {
+	local c k
+	for c in "${COMPONENTS[@]}"; do alive "$c" || return 1; done
+	for ((k = 2; k <= $(node_count); k++)); do
+		for c in containerd kubelet kube-proxy; do alive "$c-n$k" || return 1; done
+	done
+}
 # registry_up: ci/registry/up.sh (idempotent) inside the namespace, on the node IP. fd 9 (our
 # lock) closed: the registry outlives this script and must not hold the lock.
 registry_up() {
@@ -46,6 +64,8 @@ registry_up() {
 		bash "$REPO/ci/registry/up.sh" 9>&-
 }
 if all_alive && [[ -f $KUBECONFIG_FILE ]] && kubectl_admin get --raw /readyz >/dev/null 2>&1; then
+	running_nodes=$(node_count)
+	((running_nodes == NODES)) || die "the cluster runs with $running_nodes node(s) and NODES=$NODES asks for $NODES; stop it first (make cluster-down), then make cluster-up NODES=$NODES"
 	say "cluster already up (nothing to do)"
 	registry_up || say "cluster: WARNING: the registries on $CLUSTER_REGISTRY and $CLUSTER_AUTH_REGISTRY did not start" >&2
 	say "export KUBECONFIG=$KUBECONFIG_FILE"
@@ -108,32 +128,50 @@ wait_for() {
 	done
 }
 
-# start NAME COMMAND...: runs COMMAND in the cluster's network namespace, detached, with its
-# output in $LOG_DIR/NAME.log and its pid in $PID_DIR/NAME.pid.
-start() {
-	local name=$1
-	shift
-	current=$name
-	setsid nsenter --net="/run/netns/$NETNS" "$@" >>"$LOG_DIR/$name.log" 2>&1 </dev/null 9>&- &
-	echo $! >"$PID_DIR/$name.pid"
-	disown $! # its lifetime is down.sh's business, not this shell's
-}
+# start NAME COMMAND...: start_in (lib.sh) the cluster's namespace.
+start() { start_in "$NETNS" "$@"; }
 
-# ---- network namespace ---------------------------------------------------------------------
+# ---- network namespaces --------------------------------------------------------------------
 current=setup
+echo "$NODES" >"$NODES_FILE"
 ip netns add "$NETNS"
 in_ns ip link set lo up
+# The node network: a bridge with the first node's address. A veth pair whose both ends stay in
+# the namespace keeps the bridge's carrier up when it has no other node.
+in_ns ip link add mc-br type bridge
+in_ns ip addr add "$NODE_IP/24" dev mc-br
 in_ns ip link add mc-node type veth peer name mc-node-peer
-in_ns ip addr add "$NODE_IP/24" dev mc-node
-in_ns ip link set mc-node up
-in_ns ip link set mc-node-peer up
-in_ns ip route add default via "$NODE_GW" dev mc-node
+in_ns ip link set mc-node master mc-br
+for l in mc-br mc-node mc-node-peer; do in_ns ip link set "$l" up; done
+in_ns ip route add default via "$NODE_GW" dev mc-br
+# Every other node: a namespace whose eth0 is a port of the bridge; its default route goes to
+# the first node (the way to the host), and every node has a route to each other's pods.
+for ((k = 2; k <= NODES; k++)); do
+	node_vars "$k"
+	ip netns add "$N_NS"
+	in_node_ns ip link set lo up
+	in_ns ip link add "mc-n$k" type veth peer name eth0 netns "$N_NS"
+	in_ns ip link set "mc-n$k" master mc-br
+	in_ns ip link set "mc-n$k" up
+	in_node_ns ip addr add "$N_IP/24" dev eth0
+	in_node_ns ip link set eth0 up
+	in_node_ns ip route add default via "$NODE_IP" dev eth0
+done
+for ((k = 1; k <= NODES; k++)); do
+	node_vars "$k"
+	from_ns=$N_NS
+	for ((j = 1; j <= NODES; j++)); do
+		((j == k)) && continue
+		node_vars "$j"
+		nsenter --net="/run/netns/$from_ns" ip route add "$N_POD_CIDR" via "$N_IP"
+	done
+done
 ip link add "$HOST_LINK" type veth peer name "$NS_LINK" netns "$NETNS"
 ip addr add "$HOST_LINK_IP/30" dev "$HOST_LINK"
 ip link set "$HOST_LINK" up
 in_ns ip addr add "$NS_LINK_IP/30" dev "$NS_LINK"
 in_ns ip link set "$NS_LINK" up
-for dst in "$NODE_IP/32" "$POD_CIDR" "$SERVICE_CIDR"; do
+for dst in "$NODE_NET.0/24" "$POD_CIDR" "$SERVICE_CIDR"; do
 	ip route replace "$dst" via "$NS_LINK_IP" dev "$HOST_LINK"
 done
 # The host may open connections into the cluster, nothing in the cluster may open one to the host.
@@ -142,32 +180,37 @@ for chain in FORWARD OUTPUT; do
 		-m comment --comment "minicluster: no new connections to the host" -j REJECT
 done
 # /proc/sys/net shows the namespace of the process that opens it (no procps sysctl needed).
-ns_sysctl() { in_ns bash -c "echo $2 >/proc/sys/$1" 2>/dev/null; }
-ns_sysctl net/ipv4/ip_forward 1
-if ! ns_sysctl net/bridge/bridge-nf-call-iptables 1; then
-	modprobe br_netfilter 2>/dev/null || true
-	ns_sysctl net/bridge/bridge-nf-call-iptables 1 || die "net.bridge.bridge-nf-call-iptables is missing: load the br_netfilter module (modprobe br_netfilter)"
-fi
-
-# ---- cgroups: a root of our own for the kubelet's pods -------------------------------------
-for d in $(cgroup_dirs); do
-	mkdir -p "$d"
-	if [[ $d == */cpuset/$CGROUP_NAME ]]; then
-		cat /sys/fs/cgroup/cpuset/cpuset.cpus >"$d/cpuset.cpus"
-		cat /sys/fs/cgroup/cpuset/cpuset.mems >"$d/cpuset.mems"
+ns_sysctl() { nsenter --net="/run/netns/$1" bash -c "echo $3 >/proc/sys/$2" 2>/dev/null; }
+for ((k = 1; k <= NODES; k++)); do
+	node_vars "$k"
+	ns_sysctl "$N_NS" net/ipv4/ip_forward 1
+	if ! ns_sysctl "$N_NS" net/bridge/bridge-nf-call-iptables 1; then
+		modprobe br_netfilter 2>/dev/null || true
+		ns_sysctl "$N_NS" net/bridge/bridge-nf-call-iptables 1 || die "net.bridge.bridge-nf-call-iptables is missing: load the br_netfilter module (modprobe br_netfilter)"
 	fi
 done
-if [[ -f /sys/fs/cgroup/cgroup.controllers ]]; then
-	# cgroup v2 (not tried here: these machines run v1): hand the controllers down to the pods.
-	read -ra controllers </sys/fs/cgroup/cgroup.controllers
-	for c in "${controllers[@]}"; do
-		echo "+$c" >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true
-		echo "+$c" >"/sys/fs/cgroup/$CGROUP_NAME/cgroup.subtree_control" 2>/dev/null || true
+
+# ---- cgroups: a root of our own for each kubelet's pods ------------------------------------
+for ((k = 1; k <= NODES; k++)); do
+	node_vars "$k"
+	for d in $(cgroup_dirs "$N_CGROUP"); do
+		mkdir -p "$d"
+		if [[ $d == */cpuset/$N_CGROUP ]]; then
+			cat /sys/fs/cgroup/cpuset/cpuset.cpus >"$d/cpuset.cpus"
+			cat /sys/fs/cgroup/cpuset/cpuset.mems >"$d/cpuset.mems"
+		fi
 	done
-fi
+	if [[ -f /sys/fs/cgroup/cgroup.controllers ]]; then
+		# cgroup v2 (not tried here: these machines run v1): hand the controllers down to the pods.
+		read -ra controllers </sys/fs/cgroup/cgroup.controllers
+		for c in "${controllers[@]}"; do
+			echo "+$c" >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true
+			echo "+$c" >"/sys/fs/cgroup/$N_CGROUP/cgroup.subtree_control" 2>/dev/null || true
+		done
+	fi
+done
 
 # ---- PKI and kubeconfigs -------------------------------------------------------------------
-PKI=$CLUSTER_DIR/pki
 rm -rf "$PKI"
 mkdir -p "$PKI"
 chmod 700 "$PKI"
@@ -197,7 +240,10 @@ cert front-proxy-client "/CN=front-proxy-client" clientAuth
 cert controller-manager "/CN=system:kube-controller-manager" clientAuth
 cert scheduler "/CN=system:kube-scheduler" clientAuth
 cert kube-proxy "/CN=system:kube-proxy" clientAuth
-cert kubelet "/O=system:nodes/CN=system:node:$NODE_NAME" serverAuth,clientAuth "DNS:$NODE_NAME,DNS:localhost,IP:$NODE_IP,IP:127.0.0.1"
+for ((k = 1; k <= NODES; k++)); do
+	node_vars "$k"
+	cert "kubelet$N_SFX" "/O=system:nodes/CN=system:node:$N_NAME" serverAuth,clientAuth "DNS:$N_NAME,DNS:localhost,IP:$N_IP,IP:127.0.0.1"
+done
 openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$PKI/sa.key" 2>/dev/null
 openssl pkey -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub"
 
@@ -225,28 +271,33 @@ current-context: minicluster
 EOF
 	chmod 600 "$1"
 }
-CONF=$CLUSTER_DIR/conf
 mkdir -p "$CONF"
 kubeconfig "$KUBECONFIG_FILE" admin
-for c in controller-manager scheduler kube-proxy kubelet; do kubeconfig "$CONF/$c.kubeconfig" "$c"; done
+for c in controller-manager scheduler kube-proxy; do kubeconfig "$CONF/$c.kubeconfig" "$c"; done
+for ((k = 1; k <= NODES; k++)); do
+	node_vars "$k"
+	kubeconfig "$CONF/kubelet$N_SFX.kubeconfig" "kubelet$N_SFX"
+done
 
-# ---- containerd ----------------------------------------------------------------------------
-CD=$CLUSTER_DIR/containerd
-mkdir -p "$CD/root" "$CD/state" "$CLUSTER_DIR/cni/net.d" "$CLUSTER_DIR/cni/ipam"
-# containerd 2 (ci/cluster/build.sh): configuration version 3. Nothing from the host's
-# /etc/containerd is imported, and NRI (a socket under /var/run) is off.
-cat >"$CONF/containerd.toml" <<EOF
+# ---- containerd, one per node ---------------------------------------------------------------
+# containerd_conf: node N_*'s containerd configuration and its pods' CNI network.
+containerd_conf() {
+	local cd=$N_DIR/containerd
+	mkdir -p "$cd/root" "$cd/state" "$N_DIR/run" "$N_DIR/cni/net.d" "$N_DIR/cni/ipam"
+	# containerd 2 (ci/cluster/build.sh): configuration version 3. Nothing from the host's
+	# /etc/containerd is imported, and NRI (a socket under /var/run) is off.
+	cat >"$CONF/containerd$N_SFX.toml" <<EOF
 version = 3
-root = "$CD/root"
-state = "$CD/state"
+root = "$cd/root"
+state = "$cd/state"
 imports = []
 disabled_plugins = ["io.containerd.snapshotter.v1.blockfile", "io.containerd.snapshotter.v1.erofs", "io.containerd.nri.v1.nri"]
 
 [grpc]
-  address = "$CONTAINERD_SOCK"
+  address = "$N_SOCK"
 
 [plugins."io.containerd.internal.v1.opt"]
-  path = "$CD/opt"
+  path = "$cd/opt"
 
 [plugins."io.containerd.cri.v1.images"]
   snapshotter = "overlayfs"
@@ -256,7 +307,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.blockfile", "io.containerd.sna
 
   # Registry hosts: <config_path>/<host:port>/hosts.toml (the cluster's registry is plain HTTP).
   [plugins."io.containerd.cri.v1.images".registry]
-    config_path = "$CD/certs.d"
+    config_path = "$CONF/certs.d"
 
 [plugins."io.containerd.cri.v1.runtime"]
   # No CAP_SYS_RESOURCE here: without this every sandbox fails ("can't get final child's PID from pipe").
@@ -272,24 +323,15 @@ disabled_plugins = ["io.containerd.snapshotter.v1.blockfile", "io.containerd.sna
 
       [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
         SystemdCgroup = false
-        Root = "$CD/state/runc"
+        Root = "$cd/state/runc"
 
   [plugins."io.containerd.cri.v1.runtime".cni]
     bin_dirs = ["/usr/lib/cni"]
-    conf_dir = "$CLUSTER_DIR/cni/net.d"
+    conf_dir = "$N_DIR/cni/net.d"
 EOF
-for reg in "$CLUSTER_REGISTRY" "$CLUSTER_AUTH_REGISTRY"; do
-	mkdir -p "$CD/certs.d/$reg"
-	cat >"$CD/certs.d/$reg/hosts.toml" <<EOF
-# A registry of the cluster's own (ci/registry/up.sh on the node IP): plain HTTP, pull only.
-server = "http://$reg"
-
-[host."http://$reg"]
-  capabilities = ["pull", "resolve"]
-  skip_verify = true
-EOF
-done
-cat >"$CLUSTER_DIR/cni/net.d/10-minicluster.conflist" <<EOF
+	# No ipMasq: pods reach pods on other nodes with their own addresses, by the nodes' routes
+	# (kube-proxy masquerades what Services need).
+	cat >"$N_DIR/cni/net.d/10-minicluster.conflist" <<EOF
 {
   "cniVersion": "0.4.0",
   "name": "minicluster",
@@ -298,12 +340,12 @@ cat >"$CLUSTER_DIR/cni/net.d/10-minicluster.conflist" <<EOF
       "type": "bridge",
       "bridge": "cni0",
       "isGateway": true,
-      "ipMasq": true,
+      "ipMasq": false,
       "hairpinMode": true,
       "ipam": {
         "type": "host-local",
-        "dataDir": "$CLUSTER_DIR/cni/ipam",
-        "ranges": [[{"subnet": "$POD_CIDR"}]],
+        "dataDir": "$N_DIR/cni/ipam",
+        "ranges": [[{"subnet": "$N_POD_CIDR"}]],
         "routes": [{"dst": "0.0.0.0/0"}]
       }
     },
@@ -311,8 +353,23 @@ cat >"$CLUSTER_DIR/cni/net.d/10-minicluster.conflist" <<EOF
   ]
 }
 EOF
-# PATH: containerd starts the runc shim it finds there; ours, not a host one.
-start containerd env PATH="$CLUSTER_BIN:$PATH" "$CLUSTER_BIN/containerd" --config "$CONF/containerd.toml"
+}
+for reg in "$CLUSTER_REGISTRY" "$CLUSTER_AUTH_REGISTRY"; do
+	mkdir -p "$CONF/certs.d/$reg"
+	cat >"$CONF/certs.d/$reg/hosts.toml" <<EOF
+# A registry of the cluster's own (ci/registry/up.sh on the node IP): plain HTTP, pull only.
+server = "http://$reg"
+
+[host."http://$reg"]
+  capabilities = ["pull", "resolve"]
+  skip_verify = true
+EOF
+done
+for ((k = 1; k <= NODES; k++)); do
+	node_vars "$k"
+	containerd_conf
+	start_containerd
+done
 
 # ---- registry ------------------------------------------------------------------------------
 current=registry
@@ -324,7 +381,10 @@ start etcd etcd --name minicluster --data-dir "$CLUSTER_DIR/etcd" \
 	--listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
 	--initial-cluster minicluster=http://127.0.0.1:2380
 
-wait_for containerd 30 "containerd's socket" "$CLUSTER_BIN/ctr" --address "$CONTAINERD_SOCK" version
+for ((k = 1; k <= NODES; k++)); do
+	node_vars "$k"
+	wait_for "containerd$N_SFX" 30 "$N_NAME's containerd socket" "$CLUSTER_BIN/ctr" --address "$N_SOCK" version
+done
 # Import the images while the control plane comes up.
 bash "$(dirname "${BASH_SOURCE[0]}")/load-images.sh" "$IMAGES_DIR" >"$LOG_DIR/load-images.log" 2>&1 &
 images_pid=$!
@@ -373,12 +433,14 @@ start kube-scheduler "$B/kube-scheduler" \
 	--authorization-kubeconfig="$CONF/scheduler.kubeconfig" \
 	--bind-address=127.0.0.1 --leader-elect=false
 
-# ---- node: kubelet, kube-proxy, CoreDNS ----------------------------------------------------
+# ---- nodes: kubelet and kube-proxy on each; CoreDNS on the first -----------------------------
 wait "$images_pid" || { current=load-images; die "importing the images into containerd failed"; }
-mkdir -p "$CLUSTER_DIR/kubelet" "$CLUSTER_DIR/pod-logs"
 # Pods get only the cluster's search domains: nothing outside the namespace answers anyway.
 : >"$CONF/pod-resolv.conf"
-cat >"$CONF/kubelet.yaml" <<EOF
+# start_node: node N_*'s kubelet and kube-proxy, in its namespace.
+start_node() {
+	mkdir -p "$N_DIR/kubelet" "$N_DIR/pod-logs"
+	cat >"$CONF/kubelet$N_SFX.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 authentication:
@@ -386,37 +448,37 @@ authentication:
   webhook: {enabled: true}
   x509: {clientCAFile: "$PKI/ca.crt"}
 authorization: {mode: Webhook}
-tlsCertFile: "$PKI/kubelet.crt"
-tlsPrivateKeyFile: "$PKI/kubelet.key"
-containerRuntimeEndpoint: "unix://$CONTAINERD_SOCK"
+tlsCertFile: "$PKI/kubelet$N_SFX.crt"
+tlsPrivateKeyFile: "$PKI/kubelet$N_SFX.key"
+containerRuntimeEndpoint: "unix://$N_SOCK"
 cgroupDriver: cgroupfs
-cgroupRoot: /$CGROUP_NAME
+cgroupRoot: /$N_CGROUP
 # Kubernetes 1.35 refuses cgroup v1 unless told otherwise.
 failCgroupV1: false
 failSwapOn: false
 clusterDomain: $CLUSTER_DOMAIN
 clusterDNS: ["$NODE_IP"]
 resolvConf: "$CONF/pod-resolv.conf"
-podLogsDir: "$CLUSTER_DIR/pod-logs"
-volumePluginDir: "$CLUSTER_DIR/kubelet/volume-plugins"
+podLogsDir: "$N_DIR/pod-logs"
+volumePluginDir: "$N_DIR/kubelet/volume-plugins"
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
 serializeImagePulls: false
+maxPods: ${KUBELET_MAX_PODS:-110}
 # A busy disk must not evict test pods; locally imported images must never be collected.
 evictionHard: {memory.available: "100Mi", nodefs.available: "1%", nodefs.inodesFree: "1%", imagefs.available: "1%", imagefs.inodesFree: "1%"}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 EOF
-start kubelet "$B/kubelet" --config="$CONF/kubelet.yaml" --kubeconfig="$CONF/kubelet.kubeconfig" \
-	--root-dir="$CLUSTER_DIR/kubelet" --hostname-override="$NODE_NAME" --node-ip="$NODE_IP"
+	start_kubelet
 
-cat >"$CONF/kube-proxy.yaml" <<EOF
+	cat >"$CONF/kube-proxy$N_SFX.yaml" <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection: {kubeconfig: "$CONF/kube-proxy.kubeconfig"}
 mode: iptables
 clusterCIDR: $POD_CIDR
-hostnameOverride: $NODE_NAME
+hostnameOverride: $N_NAME
 metricsBindAddress: 127.0.0.1:10249
 healthzBindAddress: 127.0.0.1:10256
 # Leave the host-wide conntrack sysctls alone.
@@ -424,7 +486,12 @@ conntrack: {maxPerCore: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
 iptables: {localhostNodePorts: false}
 nodePortAddresses: [primary]
 EOF
-start kube-proxy "$B/kube-proxy" --config="$CONF/kube-proxy.yaml"
+	start_kube_proxy
+}
+for ((k = 1; k <= NODES; k++)); do
+	node_vars "$k"
+	start_node
+done
 
 # cluster.local from the API; every other name does not exist (nothing outside is reachable), so
 # resolvers get a quick NXDOMAIN rather than a timeout.
@@ -452,8 +519,11 @@ EOF
 start coredns "$B/coredns" -conf "$CONF/Corefile"
 
 # ---- ready? --------------------------------------------------------------------------------
-node_ready() { [[ $(kubectl_admin get node "$NODE_NAME" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}') == True ]]; }
-wait_for kubelet 90 "node $NODE_NAME to be Ready" node_ready
+node_ready() { [[ $(kubectl_admin get node "$1" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}') == True ]]; }
+for ((k = 1; k <= NODES; k++)); do
+	node_vars "$k"
+	wait_for "kubelet$N_SFX" 90 "node $N_NAME to be Ready" node_ready "$N_NAME"
+done
 mark node-Ready
 wait_for kube-controller-manager 60 "the default ServiceAccount" kubectl_admin -n default get serviceaccount default
 mark default-ServiceAccount
@@ -466,12 +536,20 @@ fi
 mark DNS
 wait_for kube-proxy 60 "the kubernetes Service IP $API_SERVICE_IP from the host" \
 	kubectl_admin --server "https://$API_SERVICE_IP" get --raw /readyz
+service_ip_open() { nsenter --net="/run/netns/$1" bash -c "exec 3<>/dev/tcp/$API_SERVICE_IP/443"; }
+for ((k = 2; k <= NODES; k++)); do
+	node_vars "$k"
+	wait_for "kube-proxy$N_SFX" 60 "the kubernetes Service IP $API_SERVICE_IP from node $N_NAME" service_ip_open "$N_NS"
+done
 
 trap - EXIT
 mark Service-IP
 printf -v tl '%s, ' "${timeline[@]}"
 say "cluster: timeline: ${tl%, }"
-say "cluster up in $(elapsed)s: node $NODE_NAME ($NODE_IP) Ready, pods $POD_CIDR, services $SERVICE_CIDR, DNS $CLUSTER_DOMAIN at $NODE_IP; logs in $LOG_DIR"
+nodes=()
+for ((k = 1; k <= NODES; k++)); do node_vars "$k" && nodes+=("$N_NAME ($N_IP, pods $N_POD_CIDR)"); done
+printf -v nodes_list '%s, ' "${nodes[@]}"
+say "cluster up in $(elapsed)s: $NODES node(s) Ready: ${nodes_list%, }; pods $POD_CIDR, services $SERVICE_CIDR, DNS $CLUSTER_DOMAIN at $NODE_IP; logs in $LOG_DIR"
 say "registry: http://$CLUSTER_REGISTRY (push: make push REGISTRY=$CLUSTER_REGISTRY/minicluster PUSH_FLAGS=--insecure; pods pull $CLUSTER_REGISTRY/minicluster/<name>:<tag>)"
 say "login registry: http://$CLUSTER_AUTH_REGISTRY (user minicluster, password in $CLUSTER_AUTH_DIR/password; for the pull-secret tests)"
 say "export KUBECONFIG=$KUBECONFIG_FILE"

@@ -283,8 +283,14 @@ func nodeStates(ns, lead string) (up, down int, err error) {
 // and maxSize-size down.
 func waitFluxUp(t testing.TB, ns, release string, size, maxSize int, within time.Duration) map[int]corev1.Pod {
 	t.Helper()
+	return waitFluxUpEvery(t, ns, release, size, maxSize, within, 200*time.Millisecond)
+}
+
+// waitFluxUpEvery is waitFluxUp polling every interval.
+func waitFluxUpEvery(t testing.TB, ns, release string, size, maxSize int, within, interval time.Duration) map[int]corev1.Pod {
+	t.Helper()
 	var pods map[int]corev1.Pod
-	eventually(t, within, fmt.Sprintf("Flux in %s shows %d nodes up, %d down", release, size, maxSize-size), func() (bool, string) {
+	poll(t, within, interval, fmt.Sprintf("Flux in %s shows %d nodes up, %d down", release, size, maxSize-size), func() (bool, string) {
 		var total int
 		var err error
 		if pods, total, err = brokerPods(ns, release); err != nil {

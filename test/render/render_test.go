@@ -100,7 +100,11 @@ func TestServiceAndJobWiring(t *testing.T) {
 	assert.Equal(t, batchv1.IndexedCompletion, *job.Spec.CompletionMode)
 	assert.EqualValues(t, 6, *job.Spec.Completions)
 	assert.EqualValues(t, 6, *job.Spec.Parallelism)
-	assert.EqualValues(t, 6, *job.Spec.BackoffLimit)
+	require.NotNil(t, job.Spec.BackoffLimitPerIndex, "each broker has its own failure count and back-off")
+	assert.EqualValues(t, 6, *job.Spec.BackoffLimitPerIndex)
+	require.NotNil(t, job.Spec.MaxFailedIndexes)
+	assert.EqualValues(t, 0, *job.Spec.MaxFailedIndexes, "a broker over its limit fails the Job")
+	assert.Nil(t, job.Spec.BackoffLimit, "no Job-wide limit: its back-off grows with every failure the Job ever had")
 	assert.Equal(t, corev1.RestartPolicyNever, pod.Spec.RestartPolicy, "podFailurePolicy needs Never")
 	require.NotNil(t, job.Spec.PodFailurePolicy)
 	rules := job.Spec.PodFailurePolicy.Rules

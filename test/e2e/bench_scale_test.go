@@ -1,0 +1,184 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+)
+
+// BenchmarkScale: real Flux at sizes 6, 16, 32 and 64 (BENCH_SIZES), the view image mounted
+// (nothing copied per pod), each next to its floor in the same run:
+//   - up: helm install -> Flux counts every broker up; floor: a bare indexed Job of the same
+//     size and its headless Service -> every pod Running and listed by the Service;
+//   - launch: `flux run -N size hostname` in the lead (no floor: nothing like it without Flux);
+//   - resize: helm upgrade to half the size and back -> Flux counts size up; floor: the bare
+//     Job's parallelism and completions patched to half and back -> size Running and listed;
+//   - down: helm uninstall -> nothing left; floor: the bare Job deleted -> no pod left.
+//
+// Sizes run from small to large; every step starts in a new namespace once the one before is
+// gone. `make bench-e2e` runs it once (BENCH_SCALE_TIME).
+func BenchmarkScale(b *testing.B) {
+	sizes := benchSizes(b, "BENCH_SIZES", "6,16,32,64")
+	for _, size := range sizes {
+		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
+			var floor, chart scaleTimes
+			for b.Loop() {
+				floor = floor.plus(scaleFloor(b, size))
+				chart = chart.plus(scaleChart(b, size, ""))
+			}
+			reportScale(b, size, floor, chart)
+		})
+	}
+}
+
+// BenchmarkTopology64: the same steps at size 64 (BENCH_TOPOLOGY_SIZE) with each overlay shape
+// (BENCH_TOPOLOGIES): flat (every worker a child of the lead, Flux's default for broker.toml
+// boot and the chart's), and k-ary trees.
+func BenchmarkTopology(b *testing.B) {
+	size := benchSizes(b, "BENCH_TOPOLOGY_SIZE", "64")[0]
+	topologies := strings.Split(envOr("BENCH_TOPOLOGIES", "flat,kary:2,kary:8,binomial"), ",")
+	for _, topo := range topologies {
+		b.Run("topology="+topo, func(b *testing.B) {
+			var chart scaleTimes
+			for b.Loop() {
+				chart = chart.plus(scaleChart(b, size, topo))
+			}
+			n := float64(b.N)
+			b.ReportMetric(chart.up.Seconds()/n, "s/up")
+			b.ReportMetric(chart.launch.Seconds()/n, "s/launch")
+			b.ReportMetric(chart.resize.Seconds()/n, "s/resize")
+			fmt.Printf("topology %s at %d: up %.2f s, flux run -N %d %.2f s, resize %d->%d->%d %.2f s, uninstall %.2f s (mean of %d)\n",
+				topo, size, chart.up.Seconds()/n, size, chart.launch.Seconds()/n, size, size/2, size, chart.resize.Seconds()/n, chart.down.Seconds()/n, b.N)
+		})
+	}
+}
+
+func benchSizes(b *testing.B, env, def string) []int {
+	var sizes []int
+	for _, f := range strings.Split(envOr(env, def), ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 2 {
+			b.Fatalf("%s=%q: want sizes of 2 or more, separated by commas", env, os.Getenv(env))
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes
+}
+
+type scaleTimes struct{ up, launch, resize, down time.Duration }
+
+func (s scaleTimes) plus(o scaleTimes) scaleTimes {
+	return scaleTimes{s.up + o.up, s.launch + o.launch, s.resize + o.resize, s.down + o.down}
+}
+
+func reportScale(b *testing.B, size int, floor, chart scaleTimes) {
+	n := float64(b.N)
+	row := func(what string, c, f time.Duration) string {
+		if f == 0 {
+			return fmt.Sprintf("%s %.2f s", what, c.Seconds()/n)
+		}
+		return fmt.Sprintf("%s %.2f s (floor %.2f, +%.2f)", what, c.Seconds()/n, f.Seconds()/n, (c-f).Seconds()/n)
+	}
+	b.ReportMetric(chart.up.Seconds()/n, "s/up")
+	b.ReportMetric(floor.up.Seconds()/n, "s/up-floor")
+	b.ReportMetric(chart.launch.Seconds()/n, "s/launch")
+	b.ReportMetric(chart.resize.Seconds()/n, "s/resize")
+	b.ReportMetric(floor.resize.Seconds()/n, "s/resize-floor")
+	b.ReportMetric(chart.down.Seconds()/n, "s/down")
+	b.ReportMetric(floor.down.Seconds()/n, "s/down-floor")
+	fmt.Printf("size %d: %s; %s; %s; %s (mean of %d)\n", size,
+		row("install -> all up", chart.up, floor.up), row(fmt.Sprintf("flux run -N %d", size), chart.launch, 0),
+		row(fmt.Sprintf("resize %d -> %d -> %d", size, size/2, size), chart.resize, floor.resize),
+		row("uninstall -> nothing left", chart.down, floor.down), b.N)
+}
+
+// scaleFloor times the floor's three steps.
+func scaleFloor(b *testing.B, size int) scaleTimes {
+	var t scaleTimes
+	ns := newNamespace(b, "scale-floor")
+	ready := func(n int) {
+		eventuallyFast(b, 5*time.Minute, fmt.Sprintf("%d floor pods running and listed", n), func() (bool, string) { return floorReady(ns, "floor", n) })
+	}
+	start := time.Now()
+	createFloor(b, ns, "floor", size)
+	ready(size)
+	t.up = time.Since(start)
+
+	start = time.Now()
+	for _, n := range []int{size / 2, size} {
+		patch := fmt.Sprintf(`{"spec":{"parallelism":%d,"completions":%d}}`, n, n)
+		if _, err := kube.BatchV1().Jobs(ns).Patch(context.Background(), "floor", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		ready(n)
+	}
+	t.resize = time.Since(start)
+
+	start = time.Now()
+	if err := kube.BatchV1().Jobs(ns).Delete(context.Background(), "floor", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
+		b.Fatal(err)
+	}
+	eventuallyFast(b, 5*time.Minute, "no floor pod left", func() (bool, string) {
+		pods, err := kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+		return err == nil && len(pods.Items) == 0, fmt.Sprintf("%d pods left (%v)", len(pods.Items), err)
+	})
+	t.down = time.Since(start)
+	deleteNamespace(b, ns)
+	return t
+}
+
+// scaleChart times the chart's four steps, with a topology ("" and "flat": the chart's default).
+func scaleChart(b *testing.B, size int, topology string) scaleTimes {
+	var t scaleTimes
+	ns := newNamespace(b, "scale")
+	r := newRelease(b, ns, "flux-sample", helm4)
+	maxSize := max(size, 16)
+	args := []string{"--set", fmt.Sprintf("size=%d,maxSize=%d,flux.view.mode=image", size, maxSize)}
+	if topology != "" && topology != "flat" {
+		args = append(args, "--set", "flux.topology="+topology)
+	}
+	up := func(n int) map[int]corev1.Pod {
+		return waitFluxUpEvery(b, ns, r.name, n, maxSize, 10*time.Minute, 100*time.Millisecond)
+	}
+	start := time.Now()
+	r.install(args...)
+	pods := up(size)
+	t.up = time.Since(start)
+
+	start = time.Now()
+	out, stderr, err := fluxIn(ns, pods[0].Name, "run", "-N", strconv.Itoa(size), "hostname")
+	t.launch = time.Since(start)
+	if err != nil || len(strings.Fields(out)) != size {
+		b.Fatalf("flux run -N %d hostname: %v, %d lines\n%s", size, err, len(strings.Fields(out)), stderr)
+	}
+
+	start = time.Now()
+	for _, n := range []int{size / 2, size} {
+		if _, err := r.upgrade("--reuse-values", "--set", fmt.Sprintf("size=%d", n)); err != nil {
+			b.Fatal(err)
+		}
+		up(n)
+	}
+	t.resize = time.Since(start)
+
+	start = time.Now()
+	r.uninstall()
+	eventuallyFast(b, 5*time.Minute, "nothing left of "+r.name, func() (bool, string) {
+		left, err := leftovers(ns, r.name)
+		return err == nil && len(left) == 0, fmt.Sprintf("still there: %v %v", left, err)
+	})
+	t.down = time.Since(start)
+	deleteNamespace(b, ns)
+	return t
+}

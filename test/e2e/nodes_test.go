@@ -1,0 +1,360 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Tests of a MiniCluster spread over several nodes (make cluster-up NODES=3). They share the
+// nodes, cordon and drain them, so they run one after another inside TestNodes.
+
+// schedulableNodes are the Ready nodes new pods may go to (not cordoned, no NoSchedule taint).
+func schedulableNodes(t testing.TB) []string {
+	t.Helper()
+	list, err := kube.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, n := range list.Items {
+		if n.Spec.Unschedulable || !nodeReady(n) || slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Effect != corev1.TaintEffectPreferNoSchedule }) {
+			continue
+		}
+		names = append(names, n.Name)
+	}
+	return names
+}
+
+func nodeReady(n corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// requireNodes skips the test on a cluster with fewer than n schedulable nodes, or fails it when
+// MINICLUSTER_REQUIRE_NODES (which .ci/run sets) asks for at least n.
+func requireNodes(t *testing.T, n int) []string {
+	t.Helper()
+	nodes := schedulableNodes(t)
+	if len(nodes) >= n {
+		return nodes
+	}
+	msg := fmt.Sprintf("needs %d schedulable nodes, the cluster has %d (%v): make cluster-down && make cluster-up NODES=%d", n, len(nodes), nodes, n)
+	if required, _ := strconv.Atoi(os.Getenv("MINICLUSTER_REQUIRE_NODES")); required >= n {
+		t.Fatal(msg + " (MINICLUSTER_REQUIRE_NODES is set)")
+	}
+	t.Skip(msg)
+	return nil
+}
+
+// nodesOf maps each broker pod's node to the indexes of the brokers on it.
+func nodesOf(pods map[int]corev1.Pod) map[string][]int {
+	on := map[string][]int{}
+	for _, i := range slices.Sorted(maps.Keys(pods)) {
+		on[pods[i].Spec.NodeName] = append(on[pods[i].Spec.NodeName], i)
+	}
+	return on
+}
+
+// cordon marks a node unschedulable until the test ends.
+func cordon(t *testing.T, node string) {
+	t.Helper()
+	set := func(v bool) error {
+		patch := fmt.Sprintf(`{"spec":{"unschedulable":%t}}`, v)
+		_, err := kube.CoreV1().Nodes().Patch(context.Background(), node, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		return err
+	}
+	if err := set(true); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := set(false); err != nil {
+			t.Errorf("uncordon %s: %v", node, err)
+		}
+	})
+}
+
+// drain does to the namespace's pods on node what `kubectl drain` does: cordon the node, then
+// evict each pod through the Eviction API (which honours PodDisruptionBudgets).
+func drain(t *testing.T, ns, node string) {
+	t.Helper()
+	cordon(t, node)
+	ctx := context.Background()
+	list, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range list.Items {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: ns}}
+		if err := kube.PolicyV1().Evictions(ns).Evict(ctx, ev); err != nil {
+			t.Fatalf("evict %s from %s: %v", p.Name, node, err)
+		}
+	}
+}
+
+// checkOffNode: no broker runs on node.
+func checkOffNode(t *testing.T, pods map[int]corev1.Pod, node string) {
+	t.Helper()
+	if on := nodesOf(pods)[node]; len(on) > 0 {
+		t.Errorf("brokers %v still on the drained node %s", on, node)
+	}
+}
+
+func TestNodes(t *testing.T) {
+	t.Parallel()
+	requireNodes(t, 3)
+	// Flux in both view modes and in the image; MPI where the image has it.
+	t.Run("spread/view-copy", func(t *testing.T) { testSpread(t, "image="+mpiImage) })
+	t.Run("spread/view-image-volume", func(t *testing.T) { testSpread(t, "image="+mpiImage+",flux.view.mode=image") })
+	t.Run("spread/flux-in-image", func(t *testing.T) { testSpread(t, "image="+fluxImage+",flux.view.enabled=false") })
+	t.Run("drain/interactive", testDrainInteractive)
+	t.Run("drain/ephemeral-lead", testDrainEphemeralLead)
+	t.Run("node-lost/interactive", testNodeLost)
+}
+
+// testSpread: a MiniCluster of 6 on 3 nodes has brokers on all 3 (the chart's soft
+// anti-affinity), Flux has them all up, `flux run -N 6` reaches every one, and with an MPI image
+// MPICH's ranks on 6 pods pass their ring and allreduce across the nodes.
+func testSpread(t *testing.T, values string) {
+	nodes := requireNodes(t, 3)
+	ns := newNamespace(t, "spread")
+	r := newRelease(t, ns, "flux-sample", helm4)
+	r.install("--set", "size=6,"+values)
+	pods := waitFluxUp(t, ns, r.name, 6, 16, wiringTimeout)
+	if on := nodesOf(pods); len(on) != len(nodes) {
+		t.Errorf("brokers by node: %v; want brokers on each of the %d nodes %v", on, len(nodes), nodes)
+	}
+	checkFluxRun(t, ns, r.name, pods)
+	if strings.Contains(values, mpiImage) {
+		out, stderr, err := fluxIn(ns, pods[0].Name, "run", "-N", "6", "-n", "6", "--env=LD_PRELOAD=/usr/local/lib/mpich-ucx-finalize.so", "mpi-hello-mpich")
+		if err != nil {
+			t.Fatalf("MPICH across the nodes: %v\n%s%s", err, out, stderr)
+		}
+		checkMPIHello(t, out, 6, 6, "MPICH Version:")
+	}
+	r.uninstallToNothing()
+}
+
+// testDrainInteractive: draining a node that runs only workers evicts them; the Job replaces
+// them on the other nodes (an eviction does not count against backoffLimit) and they rejoin the
+// same lead. Draining the lead's node then takes the lead-loss path: a new lead elsewhere,
+// every worker rejoins it, the Job keeps running.
+func testDrainInteractive(t *testing.T) {
+	requireNodes(t, 3)
+	ns := newNamespace(t, "drain")
+	r := newRelease(t, ns, "flux-sample", helm3)
+	r.install("--set", "size=6")
+	pods := waitFluxUp(t, ns, r.name, 6, 16, wiringTimeout)
+	leadNode := pods[0].Spec.NodeName
+	var workerNode string
+	for node := range nodesOf(pods) {
+		if node != leadNode {
+			workerNode = node
+			break
+		}
+	}
+	if workerNode == "" {
+		t.Fatalf("every broker is on the lead's node %s", leadNode)
+	}
+	lead := pods[0]
+	start := time.Now()
+	drain(t, ns, workerNode)
+	pods = waitFluxUp(t, ns, r.name, 6, 16, 3*time.Minute)
+	t.Logf("drained %s (workers %v): whole again in %.1fs", workerNode, nodesOf(pods), time.Since(start).Seconds())
+	checkOffNode(t, pods, workerNode)
+	if pods[0].UID != lead.UID {
+		t.Errorf("the lead changed (%s -> %s) although only workers were evicted", lead.Name, pods[0].Name)
+	}
+	checkFluxRun(t, ns, r.name, pods)
+	checkJobRunning(t, r)
+
+	start = time.Now()
+	drain(t, ns, leadNode)
+	eventually(t, 2*time.Minute, "a new lead", func() (bool, string) {
+		now, _, err := brokerPods(ns, r.name)
+		if err != nil {
+			return false, err.Error()
+		}
+		p, ok := now[0]
+		return ok && p.UID != lead.UID, "the evicted lead " + lead.Name
+	})
+	pods = waitFluxUp(t, ns, r.name, 6, 16, 3*time.Minute)
+	t.Logf("drained the lead's node %s: whole again in %.1fs (%v)", leadNode, time.Since(start).Seconds(), nodesOf(pods))
+	checkOffNode(t, pods, leadNode)
+	checkFluxRun(t, ns, r.name, pods)
+	checkJobRunning(t, r)
+	r.uninstallToNothing()
+}
+
+// testDrainEphemeralLead: an ephemeral MiniCluster whose lead's node is drained while its
+// command runs is never reported a success for it: a new lead on another node runs the command
+// again with every broker, and only then does the Job complete.
+func testDrainEphemeralLead(t *testing.T) {
+	requireNodes(t, 3)
+	ns := newNamespace(t, "drain-eph")
+	r := newRelease(t, ns, "flux-sample", helm4)
+	r.install("--set", "size=6", "--set-string", "command=flux run -N 6 hostname && echo run-done-$(flux getattr broker.starttime) && sleep 20")
+	pods := waitFluxUp(t, ns, r.name, 6, 16, wiringTimeout)
+	leadNode := pods[0].Spec.NodeName
+	drain(t, ns, leadNode)
+	checkJobRunning(t, r)
+	waitJobComplete(t, r, 4*time.Minute)
+	log := leadLog(t, r)
+	if !strings.Contains(log, "run-done-") {
+		t.Errorf("the new lead did not run the command to its end:\n%s", log)
+	}
+	final, _, err := brokerPods(ns, r.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := final[0]; ok && p.Spec.NodeName == leadNode {
+		t.Errorf("the lead that completed ran on the drained node %s", leadNode)
+	}
+	checkLeadPrintedHostnames(t, r, 6)
+	r.uninstallToNothing()
+}
+
+// localNode is the number K of a node of the local cluster (minicluster-K, K >= 2: node.sh
+// cannot stop the first, which runs the control plane), or 0 for any other node.
+func localNode(name string) int {
+	k, err := strconv.Atoi(strings.TrimPrefix(name, "minicluster-"))
+	if err != nil || !strings.HasPrefix(name, "minicluster-") || k < 2 {
+		return 0
+	}
+	return k
+}
+
+// nodeScript runs ci/cluster/node.sh (stop or start a node of the local cluster).
+func nodeScript(t *testing.T, action string, k int) {
+	t.Helper()
+	cmd := exec.Command("bash", filepath.Join(repoRoot, "ci", "cluster", "node.sh"), action, strconv.Itoa(k))
+	cmd.Env = append(os.Environ(), "CLUSTER_DIR="+clusterDir())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("node.sh %s %d: %v\n%s", action, k, err, out)
+	}
+}
+
+// clusterDir is the local cluster's state directory (make cluster-up).
+func clusterDir() string { return envOr("CLUSTER_DIR", filepath.Join(repoRoot, ".cluster")) }
+
+// waitNodeReady waits until the node's Ready condition is want.
+func waitNodeReady(t *testing.T, node string, want bool, within time.Duration) {
+	t.Helper()
+	eventually(t, within, fmt.Sprintf("node %s Ready=%t", node, want), func() (bool, string) {
+		n, err := kube.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return nodeReady(*n) == want, "not yet"
+	})
+}
+
+const outOfService = "node.kubernetes.io/out-of-service"
+
+// setOutOfService adds or removes the out-of-service taint (Kubernetes' non-graceful node
+// shutdown: what an administrator sets on a node that is known to be gone).
+func setOutOfService(t *testing.T, node string, on bool) {
+	t.Helper()
+	ctx := context.Background()
+	n, err := kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == outOfService })
+	if on {
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: outOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute})
+	}
+	if _, err := kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testNodeLost: a node that runs workers dies (node.sh stop: link cut, kubelet, runtime and
+// pods killed). Flux marks its brokers down at once; Kubernetes marks the node NotReady after
+// the controller manager's node-monitor-grace-period (50 s) and, once the pods' tolerations of
+// unreachable run out (5 s here, 300 s by default), deletes them, but they stay Terminating:
+// the Job replaces a pod only when it has ended, which nobody can confirm for a dead node. The
+// out-of-service taint (set by an administrator who knows the node is gone) ends them: the
+// Job replaces them on the other nodes and they rejoin the same lead. Then the node comes back.
+func testNodeLost(t *testing.T) {
+	requireNodes(t, 3)
+	ns := newNamespace(t, "node-lost")
+	r := newRelease(t, ns, "flux-sample", helm4)
+	tolerate := `tolerations[%d].key=node.kubernetes.io/%s,tolerations[%d].operator=Exists,tolerations[%d].effect=NoExecute,tolerations[%d].tolerationSeconds=5`
+	r.install("--set", "size=6",
+		"--set", fmt.Sprintf(tolerate, 0, "unreachable", 0, 0, 0),
+		"--set", fmt.Sprintf(tolerate, 1, "not-ready", 1, 1, 1))
+	pods := waitFluxUp(t, ns, r.name, 6, 16, wiringTimeout)
+	lead := pods[0]
+	var node string
+	for n := range nodesOf(pods) {
+		if n != lead.Spec.NodeName && localNode(n) > 0 {
+			node = n
+			break
+		}
+	}
+	if node == "" {
+		t.Skipf("no node of the local cluster (minicluster-K, K >= 2) runs only workers: %v", nodesOf(pods))
+	}
+	lost := nodesOf(pods)[node]
+	k := localNode(node)
+	start := time.Now()
+	nodeScript(t, "stop", k)
+	t.Cleanup(func() {
+		nodeScript(t, "start", k)
+		setOutOfService(t, node, false)
+		waitNodeReady(t, node, true, 2*time.Minute)
+	})
+	eventually(t, 2*time.Minute, fmt.Sprintf("Flux marks the %d brokers of %s down", len(lost), node), func() (bool, string) {
+		up, down, err := nodeStates(ns, lead.Name)
+		return err == nil && up == 6-len(lost) && down == 10+len(lost), fmt.Sprintf("%d up, %d down, %v", up, down, err)
+	})
+	t.Logf("node %s (brokers %v) stopped: Flux had them down after %.1fs", node, lost, time.Since(start).Seconds())
+	waitNodeReady(t, node, false, 2*time.Minute)
+	t.Logf("node %s NotReady after %.1fs", node, time.Since(start).Seconds())
+	// Past the 5 s toleration (and the taint manager's own delay): deleted, never replaced.
+	time.Sleep(20 * time.Second)
+	now, _, err := brokerPods(ns, r.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range lost {
+		if p, ok := now[i]; ok {
+			// The README's node-loss section says otherwise: it must follow.
+			t.Errorf("broker %d: want its pod deleted (toleration of 5 s) and not replaced before the out-of-service taint, found %s on %s", i, p.Name, p.Spec.NodeName)
+		}
+	}
+	tainted := time.Now()
+	setOutOfService(t, node, true)
+	pods = waitFluxUp(t, ns, r.name, 6, 16, 3*time.Minute)
+	t.Logf("out-of-service taint on %s: whole again %.1fs later (%.1fs after the node stopped)", node, time.Since(tainted).Seconds(), time.Since(start).Seconds())
+	checkOffNode(t, pods, node)
+	if pods[0].UID != lead.UID {
+		t.Errorf("the lead changed (%s -> %s) although only workers were lost", lead.Name, pods[0].Name)
+	}
+	checkFluxRun(t, ns, r.name, pods)
+	checkJobRunning(t, r)
+	r.uninstallToNothing()
+}
