@@ -8,15 +8,16 @@ export HELM3 ?= $(BIN)/tools/helm3/helm
 export HELM4 ?= $(BIN)/tools/helm4/helm
 # The local cluster keeps all of its state here; its kubeconfig is $(CLUSTER_DIR)/kubeconfig.
 export CLUSTER_DIR ?= $(ROOT)/.cluster
-# The version lives in ./VERSION alone; ci/release.sh stamps it into the packaged chart (version,
-# appVersion, the keygen image in its artifacthub.io/images) and the Helm 4 plugin.
+# The version is written in ./VERSION alone: `make version` writes it into the files that carry it
+# too (Chart.yaml's version, appVersion and artifacthub.io/images, the Helm 4 plugin's
+# plugin.yaml, the project's image tags in values/), and `make lint` fails when one is stale.
 VERSION ?= $(shell cat VERSION)
 # Short, bounded fuzz runs that `make test` does (package:target).
 # Budgets in executions (pkg:Target:N), about 10 s each here: a duration -fuzztime can fail with a
 # spurious "context deadline exceeded" at its end on Go < 1.27 (golang/go#75804).
 FUZZ_TARGETS := ./keygen:FuzzParseCert:800000 ./postrender:FuzzRender:40000
 
-.PHONY: all deps build tools flux images push test unit lint fuzz e2e cluster-up cluster-down kind-up demo bench bench-e2e release
+.PHONY: all deps build tools flux images push test unit lint fuzz e2e cluster-up cluster-down kind-up demo bench bench-e2e release version
 
 all: build
 
@@ -49,8 +50,8 @@ push: ## the images to REGISTRY=host[:port][/path] (flux-keygen as a linux/amd64
 	$(MAKE) --no-print-directory images
 	go run ./ci/push --registry $(REGISTRY) --version $(VERSION) $(PUSH_FLAGS) $(BIN)/images
 
-release: tools flux ## VERSION=x.y.z REGISTRY=host[:port]/path: images (Flux ones too) + chart (signed with SIGN_KEY and KEYRING if set) to REGISTRY, from a clean tree, once per version
-	@if [ -z "$(REGISTRY)" ]; then echo "make release: set REGISTRY=host[:port]/path (and VERSION=x.y.z, default: ./VERSION)" >&2; exit 1; fi
+release: tools flux ## REGISTRY=host[:port]/path: the committed version (./VERSION): images (Flux ones too) + chart (signed with SIGN_KEY and KEYRING if set) to REGISTRY, from a clean tree, once per version
+	@if [ -z "$(REGISTRY)" ]; then echo "make release: set REGISTRY=host[:port]/path (the version is ./VERSION: edit it, make version, commit)" >&2; exit 1; fi
 	MINICLUSTER_FLUX_DIR="$$(bash ci/flux/build.sh --print-dir)" VERSION=$(VERSION) REGISTRY=$(REGISTRY) bash ci/release.sh
 
 # Under `make test` a test whose tool is missing fails instead of skipping (internal/tooltest).
@@ -69,9 +70,13 @@ lint:
 	go vet ./...
 	go vet -tags e2e ./...
 	@go build -o $(BIN)/valuesdoc ./ci/valuesdoc && $(BIN)/valuesdoc --check
+	@go run ./ci/version --check
 	$(HELM3) lint --strict charts/minicluster
 	for f in values/*.yaml; do $(HELM3) lint --strict charts/minicluster -f $$f || exit 1; done
 	bash ci/lint-scripts.sh
+
+version: ## write ./VERSION into Chart.yaml, plugin.yaml and the image tags of values/ (after editing VERSION)
+	go run ./ci/version
 
 .PHONY: docs
 docs: ## the values table in charts/minicluster/README.md and the descriptions in values.schema.json, from the comments in values.yaml

@@ -3,20 +3,21 @@
 #
 #   VERSION=x.y.z REGISTRY=host[:port]/path bash ci/release.sh     (make release does this)
 #
-# 1. refuses a dirty tree (any line of `git status --porcelain`, untracked files included) and a
-#    version already released there (flux-keygen:VERSION or charts/minicluster:VERSION exists:
-#    an OCI HEAD through `ci/push --check`; a registry that cannot answer stops the release too);
+# 1. refuses a dirty tree (any line of `git status --porcelain`, untracked files included), a
+#    VERSION other than the commit's ./VERSION, a tree whose Chart.yaml, plugin.yaml or values/
+#    do not carry ./VERSION (`go run ./ci/version --check`), and a version already released there
+#    (flux-keygen:VERSION or charts/minicluster:VERSION exists: an OCI HEAD through
+#    `ci/push --check`; a registry that cannot answer stops the release too);
 # 2. builds the images into bin/release/images-VERSION (go run ./ci/images --version VERSION; the
 #    flux, flux-view and app images only when MINICLUSTER_FLUX_DIR names a ci/flux/build.sh
 #    output, as `make release` sets it; without it they are skipped, with a warning);
 # 3. pushes them (go run ./ci/push: flux-keygen as a linux/amd64+arm64 index);
-# 4. stamps VERSION into a temporary copy of the chart (version, appVersion, the flux-keygen image
-#    of artifacthub.io/images) -- the tree keeps ./VERSION as the one source and is not touched --,
-#    `helm package`s it into bin/release/ and `helm push`es it to oci://REGISTRY/charts, the
-#    provenance file with it when signed;
-# 5. packages the Helm 4 post-renderer plugin (plugin.yaml stamped the same way, this host's
-#    platform) into bin/release/ (not pushed), and builds flux-keygen (for `kube wait`) for
-#    linux and darwin, amd64 and arm64, there too;
+# 4. `helm package`s the chart as committed (nothing is stamped here: `make version` wrote
+#    ./VERSION into it before the commit) into bin/release/ and `helm push`es it to
+#    oci://REGISTRY/charts, the provenance file with it when signed;
+# 5. packages the Helm 4 post-renderer plugin (this host's platform) into bin/release/ (not
+#    pushed), and builds flux-keygen (for `kube wait`) for linux and darwin, amd64 and arm64,
+#    there too;
 # 6. reads the chart back (helm pull --verify when signed);
 # 7. runs the end-to-end test of a registry install (test/e2e TestInstallFromRegistry) against
 #    exactly what was pushed: the chart from oci://REGISTRY/charts and every image from REGISTRY,
@@ -25,7 +26,9 @@
 #    answers is checked before anything is pushed.
 #
 # Environment:
-#   VERSION      x.y.z[-pre] (default: ./VERSION); no +build metadata (OCI tags cannot carry '+')
+#   VERSION      x.y.z[-pre] (default: ./VERSION, and it must be ./VERSION: to release another
+#                version, write it there, run make version and commit); no +build metadata (OCI tags
+#                cannot carry '+')
 #   REGISTRY     host[:port]/path, no scheme (required)
 #   INSECURE=1   plain HTTP to REGISTRY (always so for localhost and loopback addresses)
 #   SIGN_KEY, KEYRING  sign the chart (helm package --sign --key SIGN_KEY --keyring KEYRING, a
@@ -43,7 +46,8 @@ cd "$REPO"
 say() { printf 'release: %s\n' "$*"; }
 die() { printf 'release: %s\n' "$*" >&2; exit 1; }
 
-VERSION=${VERSION:-$(cat VERSION)}
+tree_version=$(cat VERSION)
+VERSION=${VERSION:-$tree_version}
 REGISTRY=${REGISTRY:-}
 HELM=${HELM:-${HELM3:-$REPO/bin/tools/helm3/helm}}
 HELM4=${HELM4:-$REPO/bin/tools/helm4/helm}
@@ -89,6 +93,9 @@ if [[ -n $dirty ]]; then
 	die "the git tree is dirty ($(printf '%s\n' "$dirty" | wc -l) paths above, untracked ones count): commit or remove them; a release is built from a commit only"
 fi
 commit=$(git rev-parse HEAD)
+[[ $VERSION == "$tree_version" ]] ||
+	die "VERSION=$VERSION, but this commit's ./VERSION is $tree_version: a release is the committed version; write $VERSION into ./VERSION, run make version (it writes it into Chart.yaml, plugin.yaml and values/), commit, then release"
+go run ./ci/version --check || die "the tree does not carry ./VERSION everywhere (above): run make version and commit"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/minicluster-release.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
@@ -114,25 +121,6 @@ if [[ $E2E != 0 ]]; then
 		{ cat "$tmp/preflight.out" >&2; die "no cluster for the end-to-end run (above); nothing was pushed: start one that pulls from $REGISTRY and export KUBECONFIG, or set E2E=0 to release untested"; }
 fi
 
-# ---- the version, stamped into copies ----------------------------------------------------
-# stamp FILE KEY: the top-level "KEY: ..." line of FILE becomes "KEY: VERSION" (exactly one).
-stamp() {
-	local file=$1 key=$2 n
-	n=$(grep -c "^$key:" "$file" || true)
-	[[ $n == 1 ]] || die "$file: $n top-level '$key:' lines, want 1"
-	sed -i "s|^$key:.*|$key: \"$VERSION\"|" "$file"
-}
-mkdir -p "$tmp/chart"
-cp -r charts/minicluster "$tmp/chart/"
-chart_yaml=$tmp/chart/minicluster/Chart.yaml
-stamp "$chart_yaml" version
-stamp "$chart_yaml" appVersion
-grep -q 'image: ghcr.io/minicluster/flux-keygen:' "$chart_yaml" || die "Chart.yaml: no flux-keygen image in artifacthub.io/images"
-sed -i "s|\(image: ghcr.io/minicluster/flux-keygen:\).*|\1$VERSION|" "$chart_yaml"
-mkdir -p "$tmp/plugin/minicluster"
-cp postrender/plugin/plugin.yaml "$tmp/plugin/minicluster/"
-stamp "$tmp/plugin/minicluster/plugin.yaml" version
-
 # ---- images --------------------------------------------------------------------------------
 images=$RELEASE_DIR/images-$VERSION
 rm -rf "$images"
@@ -155,8 +143,8 @@ if [[ -n $SIGN_KEY ]]; then
 fi
 tgz=$RELEASE_DIR/minicluster-$VERSION.tgz
 rm -f "$tgz" "$tgz.prov"
-"$HELM" lint --strict "$tmp/chart/minicluster" >"$tmp/lint.out" || { cat "$tmp/lint.out" >&2; die "helm lint --strict failed on the stamped chart"; }
-"$HELM" package "$tmp/chart/minicluster" -d "$RELEASE_DIR" --version "$VERSION" --app-version "$VERSION" "${sign[@]}" >/dev/null
+"$HELM" lint --strict charts/minicluster >"$tmp/lint.out" || { cat "$tmp/lint.out" >&2; die "helm lint --strict failed on the chart"; }
+"$HELM" package charts/minicluster -d "$RELEASE_DIR" "${sign[@]}" >/dev/null
 [[ -f $tgz ]] || die "helm package wrote no $tgz"
 if [[ -n $SIGN_KEY ]]; then
 	"$HELM" verify "$tgz" --keyring "$VERIFY_KEYRING" >/dev/null || die "helm verify $tgz failed against $VERIFY_KEYRING"
@@ -166,6 +154,8 @@ say "pushing the chart to oci://$REGISTRY/charts"
 chart_digest=$(sed -n 's/^Digest: //p' "$tmp/helm-push.out")
 
 # ---- plugin (Helm 4), this host's platform ---------------------------------------------------
+mkdir -p "$tmp/plugin/minicluster"
+cp postrender/plugin/plugin.yaml "$tmp/plugin/minicluster/"
 CGO_ENABLED=0 go build -trimpath -o "$tmp/plugin/minicluster/minicluster-postrender" ./postrender/cmd/minicluster-postrender
 plugin_sign=(--sign=false)
 if [[ -n $SIGN_KEY ]]; then

@@ -16,7 +16,7 @@ func BenchmarkGenerateKeyPair(b *testing.B) {
 
 // BenchmarkNewCertificate is one certificate as flux-keygen makes it: key pair and metadata.
 func BenchmarkNewCertificate(b *testing.B) {
-	opts := Options{Name: "flux-sample", Hostname: "flux-sample-keygen", Time: time.Now(), Version: "0.1.0"}
+	opts := Options{Name: "flux-sample", Hostname: "flux-sample-keygen", Time: time.Now(), Version: "1.2.3"}
 	for b.Loop() {
 		if _, err := New(opts); err != nil {
 			b.Fatal(err)
@@ -26,7 +26,7 @@ func BenchmarkNewCertificate(b *testing.B) {
 
 // BenchmarkEncode is the file encoding of one certificate.
 func BenchmarkEncode(b *testing.B) {
-	c, err := New(Options{Name: "flux-sample", Hostname: "flux-sample-keygen", Time: time.Now(), Version: "0.1.0"})
+	c, err := New(Options{Name: "flux-sample", Hostname: "flux-sample-keygen", Time: time.Now(), Version: "1.2.3"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -81,7 +81,7 @@ func TestNewMetadata(t *testing.T) {
 	c, err := New(Options{
 		Name:     "cluster-a",
 		Meta:     []Meta{{"name", "ignored"}, {"site", "lab 1"}, {"keygen.hostname", "override"}, {"site", "second"}},
-		Hostname: "node-7", Time: now, UserID: 65532, Version: "0.1.0",
+		Hostname: "node-7", Time: now, UserID: 65532, Version: "1.2.3",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +89,7 @@ func TestNewMetadata(t *testing.T) {
 	want := []Meta{
 		{"name", "cluster-a"}, {"site", "lab 1"}, {"keygen.hostname", "override"},
 		{"keygen.time", "2026-01-02T03:04:05"}, {"keygen.userid", "65532"},
-		{"keygen.go-version", runtime.Version()}, {"keygen.minicluster-version", "0.1.0"},
+		{"keygen.go-version", runtime.Version()}, {"keygen.minicluster-version", "1.2.3"},
 	}
 	if len(c.Meta) != len(want) {
 		t.Fatalf("metadata %q, want %q", c.Meta, want)

@@ -135,7 +135,7 @@ func TestHelm4Plugin(t *testing.T) {
 	catDir := filepath.Join(t.TempDir(), "passthrough")
 	require.NoError(t, os.MkdirAll(catDir, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(catDir, "plugin.yaml"), []byte(
-		"apiVersion: v1\ntype: postrenderer/v1\nname: passthrough\nversion: 0.1.0\nruntime: subprocess\nruntimeConfig:\n  platformCommand:\n    - command: cat\n"), 0o644))
+		"apiVersion: v1\ntype: postrenderer/v1\nname: passthrough\nversion: 1.2.3\nruntime: subprocess\nruntimeConfig:\n  platformCommand:\n    - command: cat\n"), 0o644))
 	_, stderr, err = helmRun(t, helm, home, "plugin", "install", catDir)
 	require.NoError(t, err, stderr)
 	plain, stderr, err := helmRun(t, helm, home, append(templateArgs, "--post-renderer", "passthrough")...)

@@ -11,7 +11,8 @@ import (
 	"github.com/minicluster/minicluster/internal/hostlist"
 )
 
-// Annotations the chart writes (charts/minicluster/templates/_helpers.tpl).
+// Annotations the chart writes: the parameters on the broker ConfigMap (templates/broker-configmap.yaml,
+// from minicluster.parameters in _brokerconfig.tpl), max-size on the Job (templates/broker-job.yaml).
 const (
 	// ParametersAnnotation on the broker ConfigMap holds what broker.toml is computed from.
 	ParametersAnnotation = "minicluster.dev/parameters"

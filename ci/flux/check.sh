@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks the outputs of ci/flux/build.sh the way the chart uses them: in a chroot of base.tar
 # (Debian minbase: no python, no flux) with software.tar unpacked at /opt/software, the view
-# copied as the chart's init container does (cp -a "$(readlink -f /opt/view)/." /mnt/flux/view),
+# copied as the chart's flux-view container does (files/view-copy.sh) (cp -a "$(readlink -f /opt/view)/." /mnt/flux/view),
 # and flux run from the copy with PATH, PYTHONPATH, LUA_PATH and LUA_CPATH pointing into it.
 #
 #   bash ci/flux/check.sh [CACHE_DIR]   (root; default: the newest build in the cache)
@@ -89,7 +89,7 @@ for lib in $(sort -u "$outside"); do
 done
 echo "ok: $n ELF files; from outside /opt/software only glibc: $(sort -u "$outside" | xargs -n1 basename | tr '\n' ' ')"
 
-echo "== the view, copied as the chart's init container does"
+echo "== the view, copied as the chart's flux-view container does (files/view-copy.sh)"
 view=/mnt/flux/view
 mkdir -p "$view"
 cp -a "$(readlink -f /opt/view)/." "$view"

@@ -3,7 +3,6 @@ package main
 import (
 	"archive/tar"
 	"bytes"
-	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +21,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/minicluster/minicluster/internal/repo"
+	"github.com/minicluster/minicluster/internal/staticbuild"
 )
 
 // Config says where to write and what to stamp.
@@ -131,7 +131,7 @@ func Build(cfg Config, log io.Writer) ([]Written, error) {
 		if img.binary != "" {
 			if _, done := binaries[img.binary]; !done && binErrs[img.binary] == nil {
 				fmt.Fprintf(log, "images: go build %s\n", img.binary)
-				binaries[img.binary], binErrs[img.binary] = goBuild(root, img.binary, tmp, cfg.Version)
+				binaries[img.binary], binErrs[img.binary] = staticbuild.Build(staticbuild.Options{Pkg: img.binary, Dir: root, Version: cfg.Version, OutDir: tmp})
 			}
 			if err := binErrs[img.binary]; err != nil {
 				failed = append(failed, fmt.Errorf("%s: %w", img.ref, err))
@@ -207,7 +207,7 @@ func busyboxBase(path string) (v1.Layer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("busybox: %w (install Debian's busybox-static)", err)
 	}
-	if err := checkStatic(path, data); err != nil {
+	if err := staticbuild.CheckStatic(path, data, ""); err != nil {
 		return nil, err
 	}
 	out, err := exec.Command(path, "--list").Output()
@@ -270,38 +270,4 @@ func layer(files []file) (v1.Layer, error) {
 	}
 	data := buf.Bytes()
 	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
-}
-
-// goBuild compiles a package statically for Linux on this architecture and returns the binary.
-func goBuild(root, pkg, tmp, version string) ([]byte, error) {
-	if _, err := os.Stat(filepath.Join(root, pkg)); err != nil {
-		return nil, fmt.Errorf("package %s is missing: %w", pkg, err)
-	}
-	out := filepath.Join(tmp, strings.ReplaceAll(strings.TrimPrefix(pkg, "./"), "/", "_"))
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -X main.version="+version, "-o", out, pkg)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("go build %s: %v: %s", pkg, err, strings.TrimSpace(string(msg)))
-	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		return nil, err
-	}
-	return data, checkStatic(pkg, data)
-}
-
-// checkStatic refuses a dynamically linked binary: the images have no libc or loader.
-func checkStatic(what string, data []byte) error {
-	f, err := elf.NewFile(bytes.NewReader(data))
-	if err != nil {
-		return fmt.Errorf("%s is not an ELF binary: %w", what, err)
-	}
-	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP {
-			return fmt.Errorf("%s is dynamically linked; the images need a static binary", what)
-		}
-	}
-	return nil
 }

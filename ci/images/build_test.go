@@ -16,8 +16,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
-	"github.com/minicluster/minicluster/internal/repo"
-
 	"github.com/minicluster/minicluster/internal/tooltest"
 )
 
@@ -68,7 +66,7 @@ func TestBuildImages(t *testing.T) {
 	out := t.TempDir()
 	var log bytes.Buffer
 	tooltest.File(t, "/usr/bin/busybox", "install the Debian package busybox-static (make deps does it)")
-	written, err := Build(Config{Out: out, Version: "0.1.0-test", Busybox: "/usr/bin/busybox"}, &log)
+	written, err := Build(Config{Out: out, Version: "1.2.3-test", Busybox: "/usr/bin/busybox"}, &log)
 	if err != nil {
 		t.Fatalf("Build: %v\n%s", err, log.String())
 	}
@@ -78,11 +76,11 @@ func TestBuildImages(t *testing.T) {
 	path := func(f string) string { return filepath.Join(out, f) }
 
 	// The keygen image: flux-keygen alone, as user 65532, no shell.
-	cf, files := readBack(t, path("flux-keygen.tar"), "ghcr.io/minicluster/flux-keygen:0.1.0-test")
+	cf, files := readBack(t, path("flux-keygen.tar"), "ghcr.io/minicluster/flux-keygen:1.2.3-test")
 	if cf.Config.User != "65532:65532" || len(cf.Config.Entrypoint) != 1 || cf.Config.Entrypoint[0] != "/usr/local/bin/flux-keygen" {
 		t.Errorf("keygen config: user %q entrypoint %q", cf.Config.User, cf.Config.Entrypoint)
 	}
-	if cf.Config.Labels["org.opencontainers.image.version"] != "0.1.0-test" ||
+	if cf.Config.Labels["org.opencontainers.image.version"] != "1.2.3-test" ||
 		cf.Config.Labels["org.opencontainers.image.source"] != "https://github.com/minicluster/minicluster" ||
 		cf.Config.Labels["org.opencontainers.image.licenses"] != "Apache-2.0" {
 		t.Errorf("keygen labels %v", cf.Config.Labels)
@@ -105,7 +103,7 @@ func TestBuildImages(t *testing.T) {
 	// The binary in the image runs and carries the version.
 	bin := filepath.Join(t.TempDir(), "flux-keygen")
 	os.WriteFile(bin, files["usr/local/bin/flux-keygen"].data, 0o755)
-	if v, err := exec.Command(bin, "--version").Output(); err != nil || !strings.Contains(string(v), "0.1.0-test") {
+	if v, err := exec.Command(bin, "--version").Output(); err != nil || !strings.Contains(string(v), "1.2.3-test") {
 		t.Errorf("flux-keygen --version from the image: %q %v", v, err)
 	}
 
@@ -116,7 +114,7 @@ func TestBuildImages(t *testing.T) {
 
 	// The busybox image (the helm test pod's): /bin/busybox and applet symlinks.
 	for _, img := range []struct{ file, ref string }{
-		{"busybox.tar", "localhost/minicluster/busybox:0.1.0-test"},
+		{"busybox.tar", "localhost/minicluster/busybox:1.2.3-test"},
 	} {
 		cf, files := readBack(t, path(img.file), img.ref)
 		if files["bin/busybox"].typ != tar.TypeReg || files["tmp"].mode != 0o1777 {
@@ -150,14 +148,7 @@ func TestLayerIsDeterministic(t *testing.T) {
 }
 
 func TestMissingInputsAreNamed(t *testing.T) {
-	if err := checkStatic("x", []byte("not elf")); err == nil || !strings.Contains(err.Error(), "not an ELF") {
-		t.Errorf("checkStatic: %v", err)
-	}
 	if _, err := busyboxBase("/nonexistent/busybox"); err == nil || !strings.Contains(err.Error(), "busybox-static") {
 		t.Errorf("busyboxBase: %v", err)
-	}
-	root, _ := repo.Root()
-	if _, err := goBuild(root, "./no/such/pkg", t.TempDir(), "v"); err == nil || !strings.Contains(err.Error(), "package ./no/such/pkg is missing") {
-		t.Errorf("goBuild: %v", err)
 	}
 }

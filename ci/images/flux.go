@@ -39,7 +39,7 @@ func fluxImageSet(tag, flux, pyver string) []image {
 			description: "Debian 12 with flux-core " + flux + " in /opt/software, its view at /opt/view on PATH",
 		},
 		{
-			// (b) The view image (the real flux-view layout), for the chart's init container.
+			// (b) The view image (the real flux-view layout), for the chart's flux-view container.
 			ref: "localhost/minicluster/flux-view:" + tag, file: "flux-view.tar",
 			config:      v1.Config{Cmd: []string{"/bin/sh"}, Env: []string{"PATH=" + stdPath}},
 			description: "flux view: flux-core " + flux + " in /opt/software, the view /opt/view -> /opt/views/view -> /opt/views/._view/<hash>",

@@ -1,6 +1,6 @@
 // Command images builds the project's container images as tarballs, with no Docker:
 //
-//	go run ./ci/images --out bin/images --version 0.1.0
+//	go run ./ci/images --out bin/images [--version V (default: ./VERSION)]
 //
 // It compiles the static Go binaries itself (CGO_ENABLED=0), takes busybox from Debian's
 // busybox-static (/usr/bin/busybox), assembles each image with go-containerregistry and writes
@@ -14,11 +14,14 @@ import (
 	"flag"
 	"fmt"
 	"os"
+
+	"github.com/minicluster/minicluster/internal/version"
 )
 
 func main() {
 	out := flag.String("out", "bin/images", "directory for the image tarballs")
-	version := flag.String("version", "0.1.0", "version: every image's tag, the flux-keygen version label and its -X main.version")
+	repoVersion, versionErr := version.FromRepo()
+	ver := flag.String("version", repoVersion, "version (default: ./VERSION): every image's tag, the flux-keygen version label and its -X main.version")
 	busybox := flag.String("busybox", "/usr/bin/busybox", "static busybox binary (Debian: apt-get install busybox-static)")
 	fluxDir := flag.String("flux-dir", os.Getenv("MINICLUSTER_FLUX_DIR"), "output directory of ci/flux/build.sh (base.tar, software.tar): adds the flux, flux-view and app images; empty: they are skipped")
 	flag.Parse()
@@ -26,7 +29,11 @@ func main() {
 		fmt.Fprintf(os.Stderr, "images: unexpected argument %q (usage: go run ./ci/images --out DIR --version V)\n", flag.Arg(0))
 		os.Exit(2)
 	}
-	written, err := Build(Config{Out: *out, Version: *version, Busybox: *busybox, FluxDir: *fluxDir}, os.Stderr)
+	if *ver == "" {
+		fmt.Fprintf(os.Stderr, "images: no --version, and none from ./VERSION: %v\n", versionErr)
+		os.Exit(2)
+	}
+	written, err := Build(Config{Out: *out, Version: *ver, Busybox: *busybox, FluxDir: *fluxDir}, os.Stderr)
 	for _, w := range written {
 		fmt.Printf("%s\t%s\n", w.Path, w.Ref)
 	}

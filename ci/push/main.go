@@ -1,11 +1,11 @@
 // Command push writes the project's image tarballs (bin/images/*.tar, from ci/images) to an OCI
 // registry, with no Docker:
 //
-//	go run ./ci/push --registry 127.0.0.1:5000/minicluster --version 0.1.0 bin/images
+//	go run ./ci/push --registry 127.0.0.1:5000/minicluster [--version V (default: ./VERSION)] bin/images
 //
 // Every image goes to <registry>/<name>:<tag>, where name is the last path element of the
-// image's reference in the tarball and tag its tag (ghcr.io/minicluster/flux-keygen:0.1.0 ->
-// <registry>/flux-keygen:0.1.0). flux-keygen goes as a multi-platform index (linux/amd64 and
+// image's reference in the tarball and tag its tag (ghcr.io/minicluster/flux-keygen:V ->
+// <registry>/flux-keygen:V). flux-keygen goes as a multi-platform index (linux/amd64 and
 // linux/arm64 by default): its static binary is rebuilt for each platform. Plain HTTP is used
 // for localhost and loopback registries, or for any with --insecure. Each pushed reference is
 // printed with its digest and size.
@@ -15,6 +15,11 @@
 // digest), 1 when the registry cannot tell (ci/release.sh uses it to refuse a released version):
 //
 //	go run ./ci/push --registry 127.0.0.1:5000/minicluster --check flux-keygen:1.2.3,charts/minicluster:1.2.3
+//
+// Files: push.go pushes (Push); target.go parses the registry; load.go reads the tarballs;
+// index.go makes a multi-platform index, rebuilding the binary per platform with
+// internal/staticbuild (as ci/images builds it); layer.go reads and replaces a file in a layer;
+// size.go reports what was pushed; exists.go answers --check.
 package main
 
 import (
@@ -26,11 +31,14 @@ import (
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/minicluster/minicluster/internal/version"
 )
 
 func main() {
 	registry := flag.String("registry", "", "where to push: host[:port][/path] (e.g. 127.0.0.1:5000/minicluster)")
-	version := flag.String("version", "0.1.0", "version: the multi-platform images' tag and their binaries' -X main.version")
+	repoVersion, versionErr := version.FromRepo()
+	ver := flag.String("version", repoVersion, "version (default: ./VERSION): the multi-platform images' tag and their binaries' -X main.version")
 	insecure := flag.Bool("insecure", false, "plain HTTP (always so for localhost and loopback addresses)")
 	platforms := flag.String("platforms", "linux/amd64,linux/arm64", "platforms of the multi-platform images (flux-keygen)")
 	check := flag.String("check", "", "push nothing; exit 3 if any of these comma-separated NAME:TAG (relative to --registry) exists, 0 if none, 1 on errors")
@@ -79,7 +87,11 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	pushed, err := Push(ctx, Config{Dir: dir, Registry: *registry, Version: *version, Insecure: *insecure, Platforms: ps}, os.Stderr)
+	if *ver == "" {
+		fmt.Fprintf(os.Stderr, "push: no --version, and none from ./VERSION: %v\n", versionErr)
+		os.Exit(2)
+	}
+	pushed, err := Push(ctx, Config{Dir: dir, Registry: *registry, Version: *ver, Insecure: *insecure, Platforms: ps}, os.Stderr)
 	var total int64
 	for _, p := range pushed {
 		fmt.Println(p)

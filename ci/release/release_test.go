@@ -162,10 +162,12 @@ func isNotFound(err error) bool {
 	return errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound
 }
 
-// TestReleaseToRealRegistry releases a clean clone of the committed tree to a real registry
-// (signed with a throwaway key, without the Flux images: MINICLUSTER_FLUX_DIR is unset), pulls
-// the chart back with helm 3 and helm 4 (plain and --verify), checks the flux-keygen index, and
-// that releasing the same version again and releasing from a dirty tree are refused.
+// TestReleaseToRealRegistry bumps the version in a clone of the committed tree the way a
+// maintainer does (VERSION, make version's go run ./ci/version, a commit), releases it to a real
+// registry (signed with a throwaway key, without the Flux images: MINICLUSTER_FLUX_DIR is unset),
+// pulls the chart back with helm 3 and helm 4 (plain and --verify), checks the flux-keygen index,
+// and that releasing another version than the commit's, the same version again and from a dirty
+// tree are refused.
 func TestReleaseToRealRegistry(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds images and talks to a registry")
@@ -190,8 +192,28 @@ func TestReleaseToRealRegistry(t *testing.T) {
 	t.Setenv("MINICLUSTER_FLUX_DIR", "")
 	os.Unsetenv("MINICLUSTER_FLUX_DIR")
 
-	start := time.Now()
+	// A version other than the commit's: refused, nothing pushed.
 	out, err := run(clone, env(version), "bash", "ci/release.sh")
+	if err == nil || !strings.Contains(out, "VERSION="+version+", but this commit's ./VERSION is") || !strings.Contains(out, "run make version") {
+		t.Errorf("a release of another version than ./VERSION was not refused clearly (err %v):\n%s", err, out)
+	}
+	if err := headStatus(registry + "/flux-keygen:" + version); !isNotFound(err) {
+		t.Errorf("flux-keygen:%s after the refused release: want 404, got %v", version, err)
+	}
+	// The bump.
+	if err := os.WriteFile(filepath.Join(clone, "VERSION"), []byte(version+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	must(t, clone, nil, "go", "run", "./ci/version")
+	for _, f := range []string{"charts/minicluster/Chart.yaml", "postrender/plugin/plugin.yaml", "values/mpich.yaml"} {
+		if data, err := os.ReadFile(filepath.Join(clone, f)); err != nil || !strings.Contains(string(data), version) {
+			t.Errorf("make version did not write %s into %s (%v)", version, f, err)
+		}
+	}
+	must(t, clone, nil, "git", "-c", "user.name=release test", "-c", "user.email=release@test.invalid", "commit", "-q", "-a", "-m", "version "+version)
+
+	start := time.Now()
+	out, err = run(clone, env(version), "bash", "ci/release.sh")
 	t.Logf("ci/release.sh (%s):\n%s", time.Since(start).Round(time.Millisecond), out)
 	if err != nil {
 		t.Fatalf("ci/release.sh: %v", err)
@@ -289,9 +311,9 @@ func TestReleaseToRealRegistry(t *testing.T) {
 }
 
 // TestVersionInOnePlace: ./VERSION is the version; the tree's Chart.yaml (version, appVersion,
-// the flux-keygen image of artifacthub.io/images) and plugin.yaml agree with it (ci/release.sh
-// stamps the released version into copies of them), and artifacthub.io/images lists exactly the
-// images the chart renders with its default values.
+// the flux-keygen image of artifacthub.io/images) and plugin.yaml agree with it (make version
+// writes it there; ci/release.sh releases the commit as it is), and artifacthub.io/images lists
+// exactly the images the chart renders with its default values.
 func TestVersionInOnePlace(t *testing.T) {
 	root := repoRoot(t)
 	data, err := os.ReadFile(filepath.Join(root, "VERSION"))

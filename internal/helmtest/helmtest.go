@@ -66,6 +66,16 @@ func Root() string {
 // ChartDir is the path of charts/minicluster.
 func ChartDir() string { return filepath.Join(Root(), "charts", "minicluster") }
 
+// AppVersion is the chart's appVersion (./VERSION, which make version writes into Chart.yaml):
+// the tag of the chart's own images when values give none.
+func AppVersion() string {
+	chrt, err := loader.Load(ChartDir())
+	if err != nil {
+		panic("helmtest: load chart: " + err.Error())
+	}
+	return chrt.Metadata.AppVersion
+}
+
 // ValuesFiles lists values/*.yaml, sorted.
 func ValuesFiles() ([]string, error) {
 	files, err := filepath.Glob(filepath.Join(Root(), "values", "*.yaml"))

@@ -77,7 +77,7 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--release %q is not a valid name: %s", o.Release, errs[0])
 	}
 	if o.Namespace == "" {
-		return errors.New("--namespace is empty: give it or set POD_NAMESPACE (the hook Job sets it from the downward API)")
+		return errors.New("--namespace is empty: give it or set POD_NAMESPACE (the keygen Job sets it from the downward API)")
 	}
 	if o.CurveName == "" {
 		o.CurveName = o.Release + "-curve"

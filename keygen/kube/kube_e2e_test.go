@@ -1,9 +1,10 @@
 //go:build e2e
 
-package kube
+package kube_test
 
-// The fill/keep/refuse and fetch logic against a real API server, as the chart's service
-// accounts: Roles with exactly the chart's rules and requests impersonating those accounts.
+// The fill/keep/refuse logic (package kube) and the sidecar's fetch (package sidecar) against a
+// real API server, as the chart's service accounts: Roles with exactly the chart's rules and
+// requests impersonating those accounts.
 // Run with the e2e tag and KUBECONFIG:
 //
 //	go test -tags e2e -count=1 ./keygen/kube/
@@ -27,6 +28,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/minicluster/minicluster/keygen/kube"
+	"github.com/minicluster/minicluster/keygen/sidecar"
 )
 
 func adminConfig(t *testing.T) *rest.Config {
@@ -110,15 +114,15 @@ func brokerRules(resource string, names ...string) []rbacv1.PolicyRule {
 }
 
 // As the chart runs it: Helm creates the data-less objects, the keygen Job fills them with only
-// get and update on their names, and a broker pod's init step, with only get, list and watch
-// on those names, waits for the key and reads it.
+// get and update on their names, and a broker pod's sidecar, with only get, list and watch on
+// those names, waits for the key and reads it.
 func TestRealAPIServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	admin := kubernetes.NewForConfigOrDie(adminConfig(t))
 	ns := namespace(t, admin)
 	for _, name := range []string{"kc-curve", "kc-munge"} {
-		if _, err := admin.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: objectMeta(Options{Release: "kc", Namespace: ns}, name, "curve"), Type: corev1.SecretTypeOpaque}, metav1.CreateOptions{}); err != nil {
+		if _, err := admin.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: kube.ObjectMeta(kube.Options{Release: "kc", Namespace: ns}, name, "curve"), Type: corev1.SecretTypeOpaque}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -132,12 +136,12 @@ func TestRealAPIServer(t *testing.T) {
 	out := t.TempDir()
 	fetched := make(chan error, 1)
 	go func() {
-		fetched <- Fetch(ctx, brokerClient, FetchOptions{Namespace: ns, CurveName: "kc-curve", MungeName: "kc-munge", Out: out}, io.Discard)
+		fetched <- sidecar.Fetch(ctx, brokerClient, sidecar.Options{Namespace: ns, CurveName: "kc-curve", MungeName: "kc-munge", Out: out}, io.Discard)
 	}()
 	time.Sleep(time.Second)
-	o := Options{Release: "kc", Namespace: ns, Munge: true, Hostname: "e2e"}
+	o := kube.Options{Release: "kc", Namespace: ns, Munge: true, Hostname: "e2e"}
 	var log bytes.Buffer
-	res, err := Run(ctx, keygenClient, o, &log)
+	res, err := kube.Run(ctx, keygenClient, o, &log)
 	if err != nil || len(res) != 2 || res[0].Action != "filled" || res[1].Action != "filled" {
 		t.Fatalf("first run as the keygen account: %+v %v\n%s", res, err, log.String())
 	}
@@ -148,47 +152,47 @@ func TestRealAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := os.ReadFile(filepath.Join(out, CertKey))
-	if err != nil || !bytes.Equal(got, first.Data[CertKey]) {
+	got, err := os.ReadFile(filepath.Join(out, kube.CertKey))
+	if err != nil || !bytes.Equal(got, first.Data[kube.CertKey]) {
 		t.Fatalf("the broker fetched %q (%v), not the Secret's certificate", got, err)
 	}
-	res, err = Run(ctx, keygenClient, o, &log)
+	res, err = kube.Run(ctx, keygenClient, o, &log)
 	if err != nil || res[0].Action != "kept" || res[1].Action != "kept" {
 		t.Fatalf("second run: %+v %v\n%s", res, err, log.String())
 	}
 	again, _ := admin.CoreV1().Secrets(ns).Get(ctx, "kc-curve", metav1.GetOptions{})
-	if !bytes.Equal(again.Data[CertKey], first.Data[CertKey]) || again.ResourceVersion != first.ResourceVersion {
+	if !bytes.Equal(again.Data[kube.CertKey], first.Data[kube.CertKey]) || again.ResourceVersion != first.ResourceVersion {
 		t.Fatal("the second run changed the certificate Secret")
 	}
 	t.Logf("as the keygen Job's account:\n%s", log.String())
 
 	// A broken object of the release is refused, and left as it is.
-	broken := &corev1.Secret{ObjectMeta: objectMeta(Options{Release: "kb", Namespace: ns}, "kb-curve", "curve"),
-		Data: map[string][]byte{CertKey: []byte("curve\n")}}
+	broken := &corev1.Secret{ObjectMeta: kube.ObjectMeta(kube.Options{Release: "kb", Namespace: ns}, "kb-curve", "curve"),
+		Data: map[string][]byte{kube.CertKey: []byte("curve\n")}}
 	if _, err := admin.CoreV1().Secrets(ns).Create(ctx, broken, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Run(ctx, admin, Options{Release: "kb", Namespace: ns}, &log)
+	_, err = kube.Run(ctx, admin, kube.Options{Release: "kb", Namespace: ns}, &log)
 	if err == nil || !strings.Contains(err.Error(), "no public-key") || !strings.Contains(err.Error(), "helm uninstall kb") {
 		t.Fatalf("broken existing Secret: %v", err)
 	}
-	if s, _ := admin.CoreV1().Secrets(ns).Get(ctx, "kb-curve", metav1.GetOptions{}); string(s.Data[CertKey]) != "curve\n" {
+	if s, _ := admin.CoreV1().Secrets(ns).Get(ctx, "kb-curve", metav1.GetOptions{}); string(s.Data[kube.CertKey]) != "curve\n" {
 		t.Fatal("the broken Secret was changed")
 	}
 
 	// ConfigMap storage with its own Roles.
-	if _, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: objectMeta(Options{Release: "kcm", Namespace: ns}, "kcm-curve", "curve")}, metav1.CreateOptions{}); err != nil {
+	if _, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: kube.ObjectMeta(kube.Options{Release: "kcm", Namespace: ns}, "kcm-curve", "curve")}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	cmKeygen := accountClient(t, admin, ns, "kcm-keygen", keygenRules("configmaps", "kcm-curve"))
 	for _, want := range []string{"filled", "kept"} {
-		res, err := Run(ctx, cmKeygen, Options{Release: "kcm", Namespace: ns, Storage: StorageConfigMap}, &log)
+		res, err := kube.Run(ctx, cmKeygen, kube.Options{Release: "kcm", Namespace: ns, Storage: kube.StorageConfigMap}, &log)
 		if err != nil || res[0].Action != want {
 			t.Fatalf("ConfigMap storage: %+v %v, want %s", res, err, want)
 		}
 	}
 	cmBroker := accountClient(t, admin, ns, "kcm-broker", brokerRules("configmaps", "kcm-curve"))
-	if err := Fetch(ctx, cmBroker, FetchOptions{Namespace: ns, CurveName: "kcm-curve", Storage: StorageConfigMap, Out: t.TempDir()}, io.Discard); err != nil {
+	if err := sidecar.Fetch(ctx, cmBroker, sidecar.Options{Namespace: ns, CurveName: "kcm-curve", Storage: kube.StorageConfigMap, Out: t.TempDir()}, io.Discard); err != nil {
 		t.Fatalf("fetch from a ConfigMap as the brokers' account: %v", err)
 	}
 }

@@ -29,7 +29,7 @@ import (
 const ns = "team-a"
 
 func opts(mod func(*Options)) Options {
-	o := Options{Release: "flux-sample", Namespace: ns, Hostname: "flux-sample-keygen-abcde", Version: "0.1.0",
+	o := Options{Release: "flux-sample", Namespace: ns, Hostname: "flux-sample-keygen-abcde", Version: "1.2.3",
 		Now: func() time.Time { return time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC) }}
 	if mod != nil {
 		mod(&o)

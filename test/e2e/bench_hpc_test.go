@@ -76,7 +76,7 @@ func BenchmarkHPC(b *testing.B) {
 
 		ns = newNamespace(b, "bench-mpi")
 		r = newRelease(b, ns, "flux-sample", helm4)
-		r.install("--set", "size=4,interactive=true,sharedMemory=1Gi,"+view+",image="+mpiImage)
+		r.install("--set", "size=4,sharedMemory=1Gi,"+view+",image="+mpiImage)
 		pods := waitFluxUp(b, ns, r.name, 4, 16, wiringTimeout)
 		for _, c := range []struct {
 			total *time.Duration
@@ -105,7 +105,7 @@ func BenchmarkHPC(b *testing.B) {
 			ns = newNamespace(b, "bench-"+sched.name)
 			r = newRelease(b, ns, "flux-sample", helm4)
 			start = time.Now()
-			r.install("--set", fmt.Sprintf("size=%d,interactive=true,flux.scheduler=%s,%s", benchSize, sched.name, view))
+			r.install("--set", fmt.Sprintf("size=%d,flux.scheduler=%s,%s", benchSize, sched.name, view))
 			pods := waitFluxUp(b, ns, r.name, benchSize, 16, wiringTimeout)
 			at, err := markTimes(ns, pods[0].Name, "quorum-full: quorum->run", "rc1-success", "builtins-success")
 			if err != nil || at[0].IsZero() || at[1].IsZero() || at[2].IsZero() {

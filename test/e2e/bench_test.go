@@ -133,7 +133,7 @@ func BenchmarkMiniCluster(b *testing.B) {
 		ns = newNamespace(b, "bench")
 		r = newRelease(b, ns, "flux-sample", benchHelm)
 		start = time.Now()
-		r.install(set(fmt.Sprintf("size=%d,interactive=true", benchSize))...)
+		r.install(set(fmt.Sprintf("size=%d", benchSize))...)
 		pods := waitFluxUp(b, ns, r.name, benchSize, 16, wiringTimeout)
 		run.interactive = logTimeOf(b, ns, pods[0].Name, "quorum-full: quorum->run").Sub(start)
 		fmt.Printf("%s: interactive, s after helm install: %s; last worker: %s\n", b.Name(),
@@ -141,7 +141,7 @@ func BenchmarkMiniCluster(b *testing.B) {
 		r.uninstall()
 		waitNothingLeft(b, ns, r.name, 2*time.Minute)
 
-		r.install(set("size=2,interactive=true")...)
+		r.install(set("size=2")...)
 		waitFluxUp(b, ns, r.name, 2, 16, wiringTimeout)
 		start = time.Now()
 		if _, err := r.upgrade("--set", "size=4"); err != nil {

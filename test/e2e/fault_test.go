@@ -24,7 +24,7 @@ func TestWorkerPodDeleted(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t, "fault-worker")
 	r := newRelease(t, ns, "flux-sample", helm3)
-	r.install("--set", "size=6,interactive=true")
+	r.install("--set", "size=6")
 	deleteAndRejoin(t, r, 6, 1)
 }
 
@@ -34,7 +34,7 @@ func TestLeadPodDeletedInteractive(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t, "fault-lead")
 	r := newRelease(t, ns, "flux-sample", helm4)
-	r.install("--set", "size=4,interactive=true")
+	r.install("--set", "size=4")
 	pods := deleteAndRejoin(t, r, 4, 0)
 	for i := 1; i < 4; i++ {
 		log, _ := podLogs(ns, pods[i].Name, "flux", 0)
@@ -84,7 +84,7 @@ func TestLeadCleanupOnSIGTERM(t *testing.T) {
 			t.Parallel()
 			ns := newNamespace(t, "cleanup")
 			r := newRelease(t, ns, "flux-sample", helm4)
-			r.install("--set", "size=2,interactive=true,flux.cleanupTimeout="+tc.timeout)
+			r.install("--set", "size=2,flux.cleanupTimeout="+tc.timeout)
 			lead := waitFluxUp(t, ns, r.name, 2, 16, wiringTimeout)[0]
 			if out, stderr, err := fluxIn(ns, lead.Name, "getattr", "broker.cleanup-timeout"); err != nil || strings.TrimSpace(out) != tc.timeout {
 				t.Errorf("flux getattr broker.cleanup-timeout = %q (%v %s), want %s", out, err, stderr, tc.timeout)
@@ -142,7 +142,7 @@ func TestInvalidCertificateFailsTheJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := newRelease(t, ns, "flux-sample", helm4)
-	r.install("--set", "size=3,interactive=true,curve.existingSecret=my-cert")
+	r.install("--set", "size=3,curve.existingSecret=my-cert")
 	checkJobFailed(t, r, "exit code 78", "curve.cert is not a valid certificate")
 	r.uninstallToNothing()
 }
@@ -153,7 +153,7 @@ func TestBrokerThatCannotStartFailsTheJob(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t, "fault-badopt")
 	r := newRelease(t, ns, "flux-sample", helm3)
-	r.install("--set", "size=3,interactive=true", "--set-json", `flux.brokerOptions=["-Sbroker.no-such-attribute=1"]`)
+	r.install("--set", "size=3", "--set-json", `flux.brokerOptions=["-Sbroker.no-such-attribute=1"]`)
 	checkJobFailed(t, r, "exit code 78", "flux broker failed 3 times in a row")
 	r.uninstallToNothing()
 }
@@ -242,7 +242,7 @@ func TestCertificateDeletedBeforeUpgrade(t *testing.T) {
 func testCertificateDeletedBeforeUpgrade(t *testing.T, helm string) {
 	ns := newNamespace(t, "fault-cert")
 	r := newRelease(t, ns, "flux-sample", helm)
-	r.install("--set", "size=4,interactive=true")
+	r.install("--set", "size=4")
 	up(t, r, 4, 16)
 	if err := kube.CoreV1().Secrets(ns).Delete(context.Background(), r.name+"-curve", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -311,7 +311,7 @@ func TestPullFailureReported(t *testing.T) {
 			t.Parallel()
 			ns := newNamespace(t, "fault-pull")
 			r := newRelease(t, ns, "flux-sample", tc.helm)
-			r.install("--set", "size=2,interactive=true,"+tc.set)
+			r.install("--set", "size=2,"+tc.set)
 			if tc.name != "wrong-registry" && os.Getenv("CLUSTER_REGISTRY") != "" {
 				tc.want = append(tc.want, "that registry has no such image or tag")
 			}
@@ -400,7 +400,7 @@ func TestPullSecretRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := newRelease(t, ns, "flux-sample", helm4)
-			r.install("--set", "size=2,interactive=true,image="+image+",imagePullPolicy=Always,imagePullSecrets[0].name=regcred")
+			r.install("--set", "size=2,image="+image+",imagePullPolicy=Always,imagePullSecrets[0].name=regcred")
 			out, code, took := runWaitCLI(t, ns, r.name, "3m")
 			t.Logf("flux-keygen kube wait: exit %d after %s: %s", code, took, strings.TrimSpace(out))
 			switch {

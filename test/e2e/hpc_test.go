@@ -51,7 +51,7 @@ func TestFluxionQueueAndResize(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t, "fluxion")
 	r := newRelease(t, ns, "flux-sample", helm4)
-	r.install("--set", "size=2,maxSize=4,interactive=true,flux.queuePolicy=easy,flux.coresPerBroker=2,sharedMemory=256Mi")
+	r.install("--set", "size=2,maxSize=4,flux.queuePolicy=easy,flux.coresPerBroker=2,sharedMemory=256Mi")
 	pods := up(t, r, 2, 4)
 	lead := pods[0].Name
 	if out, stderr, err := execIn(ns, pods[1].Name, "flux", "df", "-m", "/dev/shm"); err != nil || !regexp.MustCompile(`(?m)^tmpfs\s+256\s.*/dev/shm$`).MatchString(out) {

@@ -120,7 +120,7 @@ func TestInstallUninstallReinstall(t *testing.T) {
 	eachHelm(t, func(t *testing.T, helm string) {
 		ns := newNamespace(t, "install")
 		r := newRelease(t, ns, "flux-sample", helm)
-		r.install("--set", "size=6,interactive=true")
+		r.install("--set", "size=6")
 		checkInteractive(t, r, 6, 16)
 		if hosts := r.brokerConfig()["hosts"]; hosts != "flux-sample-[0-15]" {
 			t.Errorf("broker ConfigMap hosts = %q, want flux-sample-[0-15]", hosts)
@@ -128,7 +128,7 @@ func TestInstallUninstallReinstall(t *testing.T) {
 		checkNotes(t, r, 6) // its last command uninstalls
 		waitNothingLeft(t, ns, r.name, time.Minute)
 
-		r.install("--set", "size=6,interactive=true")
+		r.install("--set", "size=6")
 		up(t, r, 6, 16)
 		r.uninstallToNothing()
 	})
@@ -172,7 +172,7 @@ func TestViewImageVolume(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t, "viewimage")
 	r := newRelease(t, ns, "flux-sample", helm3)
-	r.install("--set", "size=3,interactive=true,flux.view.mode=image")
+	r.install("--set", "size=3,flux.view.mode=image")
 	job, err := kube.BatchV1().Jobs(ns).Get(context.Background(), r.name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -247,7 +247,7 @@ func TestPostRendererHelm3(t *testing.T) {
 	ns := newNamespace(t, "postrender3")
 	r := newRelease(t, ns, "flux-sample", helm3, "--post-renderer", bin("minicluster-postrender"),
 		"--post-renderer-args=--kustomize="+kustomization(t))
-	r.install("--set", "size=6,interactive=true")
+	r.install("--set", "size=6")
 	checkInteractive(t, r, 6, 16)
 	checkPostRendered(t, r)
 	r.uninstallToNothing()
@@ -262,7 +262,7 @@ func TestPostRendererHelm4Plugin(t *testing.T) {
 	if out, _ := r.run("plugin", "list"); !strings.Contains(out, "minicluster") {
 		t.Fatalf("helm 4 plugin list does not show minicluster:\n%s", out)
 	}
-	r.install("--set", "size=6,interactive=true")
+	r.install("--set", "size=6")
 	checkInteractive(t, r, 6, 16)
 	checkPostRendered(t, r)
 	// The ephemeral run through Helm 4 as well, in the same namespace under another name.
@@ -330,7 +330,7 @@ func TestPostRendererRenameHelm4(t *testing.T) {
 	}
 	r := newRelease(t, ns, "flux-sample", helm4, "--post-renderer", "minicluster", "--post-renderer-args=--kustomize="+dir)
 	installPlugin(t, r)
-	r.install("--set", "size=3,interactive=true")
+	r.install("--set", "size=3")
 	const job = "team-flux-sample"
 	pods := waitFluxUp(t, ns, r.name, 3, 16, wiringTimeout)
 	checkFluxRun(t, ns, r.name, pods)

@@ -57,7 +57,7 @@ func TestInstallFromRegistry(t *testing.T) {
 		",flux.view.image=" + images + "/flux-view:" + releaseVersion + ",flux.view.imagePullPolicy=Always" +
 		",keygen.image.pullPolicy=Always" +
 		",tests.image=" + images + "/busybox:" + releaseVersion + ",tests.imagePullPolicy=Always" +
-		",size=3,interactive=true"
+		",size=3"
 	fromRegistry := append([]string{chartRef, "--version", releaseVersion}, plainHTTP...)
 
 	eachHelm(t, func(t *testing.T, helm string) {

@@ -24,7 +24,7 @@ func TestResize(t *testing.T) {
 func testResize(t *testing.T, helm string) {
 	ns := newNamespace(t, "resize")
 	r := newRelease(t, ns, "flux-sample", helm)
-	r.install("--set", "size=6,interactive=true")
+	r.install("--set", "size=6")
 	up(t, r, 6, 16)
 	config := r.brokerConfig()
 	cert := r.curveSecret().Data["curve.cert"]
@@ -85,7 +85,7 @@ func TestUninstallAfterResizeUnloadsEveryModule(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t, "uninstall-resized")
 	r := newRelease(t, ns, "flux-sample", helm4)
-	r.install("--set", "size=2,interactive=true")
+	r.install("--set", "size=2")
 	up(t, r, 2, 16)
 	if _, err := r.upgrade("--set", "size=4"); err != nil {
 		t.Fatal(err)
@@ -118,7 +118,7 @@ func TestWorkerStoppedByTheLeadKeepsItsOwnSIGTERM(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t, "stopping")
 	r := newRelease(t, ns, "flux-sample", helm4)
-	r.install("--set", "size=2,interactive=true", "--set-json", `flux.brokerOptions=["-Sbroker.rc3_path=sleep 8; flux modprobe rc3"]`)
+	r.install("--set", "size=2", "--set-json", `flux.brokerOptions=["-Sbroker.rc3_path=sleep 8; flux modprobe rc3"]`)
 	pods := waitFluxUp(t, ns, r.name, 2, 16, wiringTimeout)
 	lead, worker := pods[0].Name, pods[1].Name
 	// A Flux instance that a job starts in the pods inherits the environment, the modprobe
@@ -163,7 +163,7 @@ func TestWorkerThatHasNotJoinedIsKilled(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t, "unjoined")
 	r := newRelease(t, ns, "flux-sample", helm4)
-	r.install("--set", "size=2,interactive=true")
+	r.install("--set", "size=2")
 	pods := waitFluxUp(t, ns, r.name, 2, 16, wiringTimeout)
 	lead := pods[0].Name
 	signalBroker := func(sig string) {

@@ -485,7 +485,7 @@ func TestEntrypointKillsAWorkerThatHasNotJoined(t *testing.T) {
 	}{
 		{"unjoined worker", helmtest.Options{}, 2, "0 0 30 deaf", "minicluster[2]: SIGTERM: the broker has not joined its parent yet: killing it", ""},
 		{"joined worker", helmtest.Options{}, 2, "0 0 30 joined", "minicluster[2]: SIGTERM: stopping the broker", "TERM\n"},
-		{"lead", helmtest.Options{Set: []string{"interactive=true"}}, 0, "0 0 30", "minicluster[0]: SIGTERM: stopping the broker", "TERM\n"},
+		{"lead", helmtest.Options{}, 0, "0 0 30", "minicluster[0]: SIGTERM: stopping the broker", "TERM\n"},
 		{"rc1 replaced, so no joined mark", helmtest.Options{ValuesFiles: []string{rc1Replaced}}, 2, "0 0 30", "minicluster[2]: SIGTERM: stopping the broker", "TERM\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -824,8 +824,8 @@ func TestEntrypointDescribesCoresAndGPUs(t *testing.T) {
 func TestFluxWrapperWaitsForTheView(t *testing.T) {
 	t.Parallel()
 	wrapper := func(t *testing.T) (*pod, string) {
-		p := newPod(t, helmtest.Options{Set: []string{"interactive=true"}}, 0)
-		scripts := get[*corev1.ConfigMap](t, render(t, helmtest.Options{Set: []string{"interactive=true"}}), "ConfigMap", "flux-sample-entrypoint")
+		p := newPod(t, helmtest.Options{}, 0)
+		scripts := get[*corev1.ConfigMap](t, render(t, helmtest.Options{}), "ConfigMap", "flux-sample-entrypoint")
 		text := strings.ReplaceAll(scripts.Data["flux"], "/minicluster/scripts", p.root+"/minicluster/scripts")
 		return p, p.write(t, "/minicluster/scripts/flux", text, 0o555)
 	}

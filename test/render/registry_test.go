@@ -67,8 +67,8 @@ func TestImageRegistryRewritesTheChartsOwnImages(t *testing.T) {
 		}
 	}
 	assert.Equal(t, len(chartOwned), seen, "chart-owned containers found in %v", refs)
-	assert.Equal(t, mirror+"/flux-keygen:0.1.0", refs["Job/flux-sample-keygen/keygen"])
-	assert.Equal(t, mirror+"/flux-keygen:0.1.0", refs["Job/flux-sample/keys"])
+	assert.Equal(t, mirror+"/flux-keygen:"+helmtest.AppVersion(), refs["Job/flux-sample-keygen/keygen"])
+	assert.Equal(t, mirror+"/flux-keygen:"+helmtest.AppVersion(), refs["Job/flux-sample/keys"])
 	assert.Equal(t, mirror+"/busybox:1.37", refs["Pod/flux-sample-test-wiring/wiring"])
 }
 
@@ -78,13 +78,13 @@ func TestImageRegistryForms(t *testing.T) {
 		keygen, testImage string
 	}{
 		{"empty: as written", "imageRegistry=",
-			"ghcr.io/minicluster/flux-keygen:0.1.0", "busybox:1.37"},
+			"ghcr.io/minicluster/flux-keygen:" + helmtest.AppVersion(), "busybox:1.37"},
 		{"host only", "imageRegistry=10.0.0.1:5000",
-			"10.0.0.1:5000/flux-keygen:0.1.0", "10.0.0.1:5000/busybox:1.37"},
+			"10.0.0.1:5000/flux-keygen:" + helmtest.AppVersion(), "10.0.0.1:5000/busybox:1.37"},
 		{"own tag, digest and nested paths", "imageRegistry=reg.local/a/b,keygen.image.repository=quay.io/x/y/flux-keygen,keygen.image.tag=1.2.3,tests.image=docker.io/library/busybox@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
 			"reg.local/a/b/flux-keygen:1.2.3", "reg.local/a/b/busybox@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"},
 		{"application and view images untouched", "imageRegistry=reg.local,image=app:1,flux.view.image=my.reg/view:2",
-			"reg.local/flux-keygen:0.1.0", "reg.local/busybox:1.37"},
+			"reg.local/flux-keygen:" + helmtest.AppVersion(), "reg.local/busybox:1.37"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -140,8 +140,8 @@ func TestSuccessPolicyOnlyWhereItExistsAndOnlyForEphemeral(t *testing.T) {
 	old := get[*batchv1.Job](t, render(t, helmtest.Options{Set: []string{"command=hostname"}, KubeVersion: "v1.30.4"}), "Job", "flux-sample")
 	assert.Nil(t, old.Spec.SuccessPolicy, "Kubernetes 1.30 has no successPolicy")
 	assert.Equal(t, "false", env(old.Spec.Template.Spec.Containers[0])["MINICLUSTER_REJOIN"], "without successPolicy every worker must succeed for the Job to complete")
-	interactive := render(t, helmtest.Options{Set: []string{"interactive=true"}})
-	assert.Nil(t, get[*batchv1.Job](t, interactive, "Job", "flux-sample").Spec.SuccessPolicy, "an interactive instance never succeeds on its own")
+	interactive := render(t, helmtest.Options{})
+	assert.Nil(t, get[*batchv1.Job](t, interactive, "Job", "flux-sample").Spec.SuccessPolicy, "an interactive instance (no command) never succeeds on its own")
 	_, err := helmtest.Template(helmtest.Options{KubeVersion: "v1.26.0"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "kubeVersion: >=1.27.0-0")
@@ -302,8 +302,8 @@ func TestModesReachThePods(t *testing.T) {
 		set  []string
 		want map[string]string
 	}{
-		{"interactive by default", nil, map[string]string{"MINICLUSTER_INTERACTIVE": "true", "MINICLUSTER_COMMAND": ""}},
-		{"ephemeral command", []string{"command=lmp -in in.lj"}, map[string]string{"MINICLUSTER_INTERACTIVE": "false", "MINICLUSTER_COMMAND": "lmp -in in.lj", "MINICLUSTER_TASKS": "0"}},
+		{"interactive by default", nil, map[string]string{"MINICLUSTER_COMMAND": ""}},
+		{"ephemeral command", []string{"command=lmp -in in.lj"}, map[string]string{"MINICLUSTER_COMMAND": "lmp -in in.lj", "MINICLUSTER_TASKS": "0"}},
 		{"tasks", []string{"command=hostname", "tasks=8"}, map[string]string{"MINICLUSTER_TASKS": "8"}},
 		{"flux options", []string{"flux.logLevel=7", "flux.connectTimeout=2s", "flux.cleanupTimeout=20s", "flux.topology=kary:2", "flux.brokerOptions={-Sa=1,-Sb=x y}"},
 			map[string]string{"MINICLUSTER_LOG_LEVEL": "7", "MINICLUSTER_CONNECT_TIMEOUT": "2s", "MINICLUSTER_CLEANUP_TIMEOUT": "20s", "MINICLUSTER_TOPOLOGY": "kary:2", "MINICLUSTER_BROKER_OPTIONS": "-Sa=1\n-Sb=x y"}},
@@ -327,10 +327,10 @@ func TestFluxView(t *testing.T) {
 	assert.Equal(t, []string{"flux", "flux-view", "keys"}, containerNames(job), "the copy beside the broker, before the keys step (it takes longer)")
 	view := container(t, job, "flux-view")
 	assert.Equal(t, "example.org/view:1", view.Image)
-	// The real flux-view layout: /opt/view links to the view tree, which links into /opt/software.
-	assert.Contains(t, view.Command[2], "m=/opt/fluxview\n")
-	assert.Contains(t, view.Command[2], `cp -a "$view/." "$m/view/"`)
-	assert.Contains(t, view.Command[2], `cp -a /opt/software/. "$m/software/"`)
+	// The real flux-view layout: /opt/view links to the view tree, which links into /opt/software
+	// (files/view-copy.sh; TestViewCopy runs it).
+	assert.Equal(t, map[string]string{"MINICLUSTER_FLUX_VIEW_MOUNT": "/opt/fluxview", "MINICLUSTER_FLUX_VIEW_IMAGE": "example.org/view:1",
+		"MINICLUSTER_FLUX_VIEW_SOFTWARE": "/opt/software"}, env(view))
 	assert.Equal(t, "/minicluster/keys /opt/fluxview", env(spec.Containers[0])["MINICLUSTER_HELPERS"], "the entrypoint waits for the copy and the keys")
 	assert.Contains(t, spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "flux-view", MountPath: "/opt/fluxview"})
 	assert.Contains(t, spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "flux-view", MountPath: "/opt/software", SubPath: "software"},
@@ -370,7 +370,7 @@ func TestFluxViewImage(t *testing.T) {
 	}
 }
 
-// container is the Job's pod container name: flux (the broker), keys (flux-keygen kube fetch)
+// container is the Job's pod container name: flux (the broker), keys (flux-keygen sidecar)
 // or flux-view (the copy of the view), the last two beside the broker.
 func container(t *testing.T, job *batchv1.Job, name string) corev1.Container {
 	t.Helper()
@@ -399,8 +399,8 @@ func TestKeyMaterial(t *testing.T) {
 		assert.Empty(t, secret.Data, "the chart never renders key material: the keygen Job makes it")
 		job := get[*batchv1.Job](t, objs, "Job", "flux-sample")
 		keys := container(t, job, "keys")
-		assert.Equal(t, "ghcr.io/minicluster/flux-keygen:0.1.0", keys.Image)
-		assert.Equal(t, []string{"kube", "fetch", "--beside-broker", "--namespace=$(POD_NAMESPACE)", "--out=/minicluster/keys", "--curve-name=flux-sample-curve",
+		assert.Equal(t, "ghcr.io/minicluster/flux-keygen:"+helmtest.AppVersion(), keys.Image)
+		assert.Equal(t, []string{"sidecar", "--namespace=$(POD_NAMESPACE)", "--out=/minicluster/keys", "--curve-name=flux-sample-curve",
 			"--storage=Secret", "--wait-parent", "--hosts-file=/minicluster/config/hosts", "--topology="}, keys.Args)
 		assert.Equal(t, corev1.StorageMediumMemory, volume(t, job, "keys").EmptyDir.Medium, "keys stay in memory")
 		// The API token reaches the keys step alone.
@@ -424,7 +424,7 @@ func TestKeyMaterial(t *testing.T) {
 		keygen := get[*batchv1.Job](t, objs, "Job", "flux-sample-keygen")
 		assert.Empty(t, keygen.Annotations["helm.sh/hook"], "the keygen Job is part of the release, not a hook")
 		c := keygen.Spec.Template.Spec.Containers[0]
-		assert.Equal(t, "ghcr.io/minicluster/flux-keygen:0.1.0", c.Image)
+		assert.Equal(t, "ghcr.io/minicluster/flux-keygen:"+helmtest.AppVersion(), c.Image)
 		assert.Equal(t, []string{"kube", "--release=flux-sample", "--namespace=$(POD_NAMESPACE)", "--curve-name=flux-sample-curve", "--storage=Secret"}, c.Args)
 		assert.True(t, *c.SecurityContext.ReadOnlyRootFilesystem)
 		assert.True(t, *keygen.Spec.Template.Spec.SecurityContext.RunAsNonRoot)

@@ -106,6 +106,6 @@ pod's nvidia.com/gpu or amd.com/gpu limit, or 0. */}}
 
 {{/* minicluster.ephemeral is "true" when the lead runs a command and the instance ends with it. */}}
 {{- define "minicluster.ephemeral" -}}
-{{- if and .Values.command (not .Values.interactive) }}true{{ end -}}
+{{- if .Values.command }}true{{ end -}}
 {{- end -}}
 

@@ -91,8 +91,6 @@ spec:
           value: {{ .Values.command | quote }}
         - name: MINICLUSTER_TASKS
           value: {{ int .Values.tasks | quote }}
-        - name: MINICLUSTER_INTERACTIVE
-          value: {{ ternary "true" "false" (not (include "minicluster.ephemeral" .)) | quote }}
         # Brokers start again when the instance ends, unless the Job needs every pod to succeed
         # (ephemeral on a cluster without successPolicy).
         - name: MINICLUSTER_REJOIN
@@ -133,6 +131,11 @@ spec:
           value: {{ ternary $view.mountPath "" $viewImage | quote }}
         - name: MINICLUSTER_FLUX_VIEW_IMAGE
           value: {{ ternary $view.image "" $view.enabled | quote }}
+        # Fixed paths the entrypoint installs the certificate and writes R to (broker.toml names them).
+        - name: MINICLUSTER_CURVE_CERT
+          value: {{ include "minicluster.curveCertPath" . | quote }}
+        - name: MINICLUSTER_RESOURCE_PATH
+          value: {{ include "minicluster.resourcePath" . | quote }}
         {{- with .Values.env }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
@@ -194,8 +197,7 @@ spec:
         {{- toYaml . | nindent 8 }}
         {{- end }}
     {{- if $viewCopy }}
-    # The view image's Flux, as the Flux Operator copies it: the view tree (symlinks into the
-    # software) and the software itself, which must be back at its build prefix to run.
+    # The view image's Flux, as the Flux Operator copies it (files/view-copy.sh).
     - name: flux-view
       image: {{ $view.image }}
       imagePullPolicy: {{ $view.imagePullPolicy }}
@@ -203,38 +205,14 @@ spec:
         - /bin/sh
         - -c
         - |
-          m={{ $view.mountPath }}
-          trap 'exit 0' TERM INT
-          status() { printf '%s' "$2" > "$m/$1.tmp" && mv "$m/$1.tmp" "$m/$1"; }
-          if ! { mkfifo -m 0666 "$m/.alive" 2>/dev/null || [ -p "$m/.alive" ]; }; then
-            status .failed "the view image {{ $view.image }} has no mkfifo (coreutils or busybox): use flux.view.mode=image, or a view image with a shell and coreutils"
-            exit 1
-          fi
-          # Held from now on: the entrypoint opens it as soon as it exists.
-          cat "$m/.alive" > /dev/null &
-          held=$!
-          # Any step that fails stops the copy (&&: set -e does not hold inside an if).
-          if out=$( {
-            view=$(readlink -f /opt/view) &&
-            mkdir -p "$m/view" "$m/software" &&
-            {{- if $view.softwarePath }}
-            cp -a "$view/." "$m/view/" &&
-            if [ -d {{ $view.softwarePath }} ]; then cp -a {{ $view.softwarePath }}/. "$m/software/"; fi
-            {{- else }}
-            cp -a "$view/." "$m/view/"
-            {{- end }}
-          } 2>&1 ); then
-            status .ready ""
-          else
-            status .failed "copying Flux out of the view image {{ $view.image }} failed: $out"
-          fi
-          # Until the broker's container ends: EOF on the FIFO, or the .ended its entrypoint
-          # writes in the keys volume as it exits (for a FIFO it held and let go before the cat
-          # above could open it).
-          while kill -0 "$held" 2>/dev/null && [ ! -e /minicluster/keys/.ended ]; do
-            sleep 0.1 &
-            wait $!
-          done
+          {{- include "minicluster.file" (dict "root" . "name" "view-copy.sh" "indent" 10) }}
+      env:
+        - name: MINICLUSTER_FLUX_VIEW_MOUNT
+          value: {{ $view.mountPath | quote }}
+        - name: MINICLUSTER_FLUX_VIEW_IMAGE
+          value: {{ $view.image | quote }}
+        - name: MINICLUSTER_FLUX_VIEW_SOFTWARE
+          value: {{ $view.softwarePath | quote }}
       terminationMessagePolicy: FallbackToLogsOnError
       {{- with .Values.securityContext }}
       securityContext:
@@ -248,15 +226,14 @@ spec:
           mountPath: /minicluster/keys
           readOnly: true
     {{- end }}
-    # The keys the keygen Job writes while the pods start; a worker also waits until the
-    # Service lists its parent broker, so that its first DNS lookup of it finds it.
+    # The sidecar (flux-keygen sidecar): the keys the keygen Job writes while the pods start; a
+    # worker's also waits until the Service lists its parent broker, so that its first DNS
+    # lookup of it finds it.
     - name: keys
       image: {{ include "minicluster.image" (dict "root" . "repository" .Values.keygen.image.repository "tag" (.Values.keygen.image.tag | default .Chart.AppVersion)) }}
       imagePullPolicy: {{ .Values.keygen.image.pullPolicy }}
       args:
-        - kube
-        - fetch
-        - --beside-broker
+        - sidecar
         - --namespace=$(POD_NAMESPACE)
         - --out=/minicluster/keys
         {{- if .Values.curve.existingSecret }}

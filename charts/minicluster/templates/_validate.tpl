@@ -13,8 +13,8 @@
 {{- if gt (len $lastHost) 63 -}}
 {{- fail (printf "hostname %q (release name %q, maxSize=%d) is %d characters; a hostname may have at most 63: use a release name of at most %d characters" $lastHost $name $max (len $lastHost) (sub 62 (len (toString (sub $max 1))))) -}}
 {{- end -}}
-{{- if and .Values.interactive .Values.command -}}
-{{- fail "interactive=true and command are both set: interactive keeps the instance up with no command; unset one of them" -}}
+{{- if and (hasKey .Values "interactive") (not (kindIs "invalid" .Values.interactive)) -}}
+{{- fail (printf "interactive=%v: the value interactive was removed; the mode follows from command alone (empty: the instance stays up, interactive; set: it runs the command and completes). Delete interactive from your values file (on helm upgrade --reuse-values, add --set interactive=null)" .Values.interactive) -}}
 {{- end -}}
 {{- if and (gt (int .Values.tasks) 0) (not .Values.command) -}}
 {{- fail (printf "tasks=%d needs a command to run; set command or set tasks to 0" (int .Values.tasks)) -}}
@@ -50,7 +50,7 @@
 {{- end -}}
 {{- $liveHash := dig "metadata" "annotations" "minicluster.dev/pod-template-hash" "" $live -}}
 {{- if and $liveHash (ne $liveHash (include "minicluster.podTemplate" . | sha256sum)) -}}
-{{- fail (printf "this upgrade changes the Job's pod template (command, tasks, interactive, env, resources, volumes, flux.* or another pod setting). %s" $recreate) -}}
+{{- fail (printf "this upgrade changes the Job's pod template (command, tasks, env, resources, volumes, flux.* or another pod setting). %s" $recreate) -}}
 {{- end -}}
 {{- if not .Values.curve.existingSecret -}}
 {{- $kind := ternary "ConfigMap" "Secret" (eq .Values.curve.storage "ConfigMap") -}}

@@ -226,10 +226,11 @@ func TestBinary(t *testing.T) {
 	}
 }
 
-// TestKubeFetch is the broker pods' init step: it writes the certificate the keygen Job made,
-// finds its parent from the pod (index, hostname, /etc/hosts, the ConfigMap's host list) and
-// waits for it; an invalid key exits 78, which fails the chart's Job at once.
-func TestKubeFetch(t *testing.T) {
+// TestSidecarOnce is the broker pods' sidecar without the files for an entrypoint: it writes
+// the certificate the keygen Job made, finds its parent from the pod (index, hostname,
+// /etc/hosts, the ConfigMap's host list) and waits for it; an invalid key exits 78, which fails
+// the chart's Job at once.
+func TestSidecarOnce(t *testing.T) {
 	ctx := context.Background()
 	client := fake.NewClientset()
 	e := testEnv(client, map[string]string{"POD_NAMESPACE": "ns1"})
@@ -254,10 +255,10 @@ func TestKubeFetch(t *testing.T) {
 	e = testEnv(client, map[string]string{"POD_NAMESPACE": "ns1", "JOB_COMPLETION_INDEX": "5"})
 	e.hostname = func() (string, error) { return "r1-5", nil }
 	e.etcHosts = etcHosts
-	args := []string{"kube", "fetch", "--out=" + out, "--curve-name=r1-curve", "--wait-parent", "--hosts-file=" + hostsFile, "--topology=kary:2", "--timeout=5s"}
+	args := []string{"sidecar", "--once", "--out=" + out, "--curve-name=r1-curve", "--wait-parent", "--hosts-file=" + hostsFile, "--topology=kary:2", "--timeout=5s"}
 	code, stdout, stderr := runCLI(t, e, args...)
 	if code != exitOK || !strings.Contains(stdout, "r1-2 is listed by Service ns1/r1") {
-		t.Fatalf("fetch: exit %d\n%s%s", code, stdout, stderr)
+		t.Fatalf("sidecar --once: exit %d\n%s%s", code, stdout, stderr)
 	}
 	if _, err := keygen.ParseFile(filepath.Join(out, "curve.cert")); err != nil {
 		t.Errorf("fetched certificate: %v", err)
@@ -276,12 +277,15 @@ func TestKubeFetch(t *testing.T) {
 	e.getenv = func(k string) string {
 		return map[string]string{"POD_NAMESPACE": "ns1", "JOB_COMPLETION_INDEX": "0"}[k]
 	}
-	if code, _, stderr := runCLI(t, e, "kube", "fetch", "--out="+out, "--wait-parent", "--hosts-file="+hostsFile); code != exitOK {
+	if code, _, stderr := runCLI(t, e, "sidecar", "--once", "--out="+out, "--wait-parent", "--hosts-file="+hostsFile); code != exitOK {
 		t.Errorf("lead: exit %d %s", code, stderr)
 	}
 	e.getenv = func(k string) string { return map[string]string{"POD_NAMESPACE": "ns1"}[k] }
 	if code, _, stderr := runCLI(t, e, args...); code != exitUsage || !strings.Contains(stderr, "JOB_COMPLETION_INDEX") {
 		t.Errorf("no index: exit %d, %q", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, e, "sidecar", "--once"); code != exitUsage || !strings.Contains(stderr, "--out is required") {
+		t.Errorf("no --out: exit %d, %q", code, stderr)
 	}
 }
 
@@ -292,7 +296,7 @@ func must(t *testing.T, err error) {
 	}
 }
 
-// TestKubeWait: the CLI of kube wait (the logic is tested in keygen/kube): a MiniCluster with
+// TestKubeWait: the CLI of kube wait (the logic is tested in keygen/wait): a MiniCluster with
 // every broker ready exits 0 and says so, one whose broker cannot pull its image exits 1 with
 // the report, and --release is required.
 func TestKubeWait(t *testing.T) {

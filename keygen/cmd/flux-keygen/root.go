@@ -12,10 +12,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/minicluster/minicluster/keygen"
-	"github.com/minicluster/minicluster/keygen/kube"
+	"github.com/minicluster/minicluster/keygen/sidecar"
 )
 
-// version is set at build time: -ldflags "-X main.version=0.1.0".
+// version is set at build time: -ldflags "-X main.version=$(cat VERSION)".
 var version = "dev"
 
 // Exit codes.
@@ -59,7 +59,7 @@ func run(args []string, stdout, stderr io.Writer, e env) int {
 	if errors.As(err, &u) {
 		return exitUsage
 	}
-	var invalid kube.InvalidKeyError
+	var invalid sidecar.InvalidKeyError
 	if errors.As(err, &invalid) {
 		return exitConfig
 	}
@@ -82,9 +82,13 @@ flux's reader would reject (e.g. '_', ',' or quotes in a value) is refused up fr
   flux-keygen verify PATH     checks a certificate with flux-core's reader rules
   flux-keygen kube ...        creates the certificate (and munge key) in Kubernetes; the
                               minicluster chart's keygen Job runs it
+  flux-keygen kube wait ...   waits until a release's MiniCluster is up, or says which image
+                              cannot be pulled and why (run it after helm install)
+  flux-keygen sidecar ...     beside each broker: waits for the keys and the parent broker;
+                              the chart's broker pods run it in their keys container
 
 Exit codes: 0 success, 1 failure (the reason is printed on one line), 2 bad usage, 78 an
-invalid key object (kube fetch).`
+invalid key object (sidecar).`
 
 func newRootCmd(e env) *cobra.Command {
 	var name string
@@ -125,7 +129,7 @@ func newRootCmd(e env) *cobra.Command {
 	cmd.SetOut(e.stdout)
 	cmd.SetErr(e.stderr)
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	cmd.AddCommand(newVerifyCmd(e), newKubeCmd(e))
+	cmd.AddCommand(newVerifyCmd(e), newKubeCmd(e), newSidecarCmd(e))
 	return cmd
 }
 

@@ -10,9 +10,11 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/minicluster/minicluster/keygen/sidecar"
 )
 
-// besideRun starts fetch --beside-broker in the background, as the keys container does.
+// besideRun starts the sidecar in the background, as the broker pods' keys container does.
 type besideRun struct {
 	dir  string
 	stop chan os.Signal
@@ -30,7 +32,7 @@ func startBeside(t *testing.T, client *fake.Clientset, args ...string) *besideRu
 	e := testEnv(client, map[string]string{"POD_NAMESPACE": "ns1"})
 	e.signals = func() <-chan os.Signal { return r.stop }
 	go func() {
-		code, out, errs := runCLI(t, e, append([]string{"kube", "fetch", "--out=" + r.dir, "--beside-broker", "--timeout=5s"}, args...)...)
+		code, out, errs := runCLI(t, e, append([]string{"sidecar", "--out=" + r.dir, "--timeout=5s"}, args...)...)
 		r.done <- besideResult{code, out, errs}
 	}()
 	return r
@@ -46,7 +48,7 @@ func (r *besideRun) await(t *testing.T, name string) string {
 		}
 		select {
 		case res := <-r.done:
-			t.Fatalf("fetch ended before writing %s: exit %d %s %s", name, res.code, res.stdout, res.stderr)
+			t.Fatalf("the sidecar ended before writing %s: exit %d %s %s", name, res.code, res.stdout, res.stderr)
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
@@ -58,14 +60,14 @@ func (r *besideRun) await(t *testing.T, name string) string {
 // hold opens the FIFO as the entrypoint does, once it is there (read-write: it never blocks).
 func (r *besideRun) hold(t *testing.T) *os.File {
 	t.Helper()
-	path := filepath.Join(r.dir, besideAlive)
+	path := filepath.Join(r.dir, sidecar.Alive)
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if _, err := os.Stat(path); err == nil {
 			break
 		}
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Mode()&os.ModeNamedPipe == 0 || fi.Mode().Perm() != 0o666 {
-		t.Fatalf("%s: %v %v, want a FIFO with mode 0666", besideAlive, fi, err)
+		t.Fatalf("%s: %v %v, want a FIFO with mode 0666", sidecar.Alive, fi, err)
 	}
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
@@ -84,10 +86,10 @@ func (r *besideRun) ended(t *testing.T, within time.Duration) (besideResult, boo
 	}
 }
 
-// TestFetchBesideBroker: the keys container writes .ready when the keys are there, stays while
+// TestSidecarBesideBroker: the keys container writes .ready when the keys are there, stays while
 // the broker's container holds the FIFO, and exits when it lets go (the broker ended) or at
 // SIGTERM; an invalid key is reported in .invalid for the entrypoint and exits 78.
-func TestFetchBesideBroker(t *testing.T) {
+func TestSidecarBesideBroker(t *testing.T) {
 	client := fake.NewClientset()
 	e := testEnv(client, map[string]string{"POD_NAMESPACE": "ns1"})
 	if code, out, errs := runCLI(t, e, "kube", "--release=r1"); code != exitOK {
@@ -96,14 +98,14 @@ func TestFetchBesideBroker(t *testing.T) {
 
 	r := startBeside(t, client, "--curve-name=r1-curve")
 	held := r.hold(t)
-	if text := r.await(t, besideReady); text != "" {
-		t.Errorf("%s = %q, want empty", besideReady, text)
+	if text := r.await(t, sidecar.Ready); text != "" {
+		t.Errorf("%s = %q, want empty", sidecar.Ready, text)
 	}
 	if _, err := os.Stat(filepath.Join(r.dir, "curve.cert")); err != nil {
 		t.Errorf(".ready before the certificate: %v", err)
 	}
 	if res, ok := r.ended(t, 300*time.Millisecond); ok {
-		t.Fatalf("fetch ended while the broker holds %s: %+v", besideAlive, res)
+		t.Fatalf("the sidecar ended while the broker holds %s: %+v", sidecar.Alive, res)
 	}
 	held.Close()
 	if res, ok := r.ended(t, 5*time.Second); !ok || res.code != exitOK {
@@ -114,20 +116,20 @@ func TestFetchBesideBroker(t *testing.T) {
 	r = startBeside(t, client, "--curve-name=r1-curve")
 	held = r.hold(t)
 	defer held.Close()
-	r.await(t, besideReady)
+	r.await(t, sidecar.Ready)
 	r.stop <- os.Interrupt
 	if res, ok := r.ended(t, 5*time.Second); !ok || res.code != exitOK {
 		t.Fatalf("after SIGTERM: ended %v, %+v; want exit 0", ok, res)
 	}
 
-	// An entrypoint that ended before fetch held the FIFO (it never opens it here) leaves
-	// .ended: fetch ends too, without waiting for ever on the FIFO.
+	// An entrypoint that ended before the sidecar held the FIFO (it never opens it here) leaves
+	// .ended: the sidecar ends too, without waiting for ever on the FIFO.
 	r = startBeside(t, client, "--curve-name=r1-curve")
-	r.await(t, besideReady)
+	r.await(t, sidecar.Ready)
 	if res, ok := r.ended(t, 300*time.Millisecond); ok {
-		t.Fatalf("fetch ended before the broker's container: %+v", res)
+		t.Fatalf("the sidecar ended before the broker's container: %+v", res)
 	}
-	must(t, os.WriteFile(filepath.Join(r.dir, besideEnded), nil, 0o644))
+	must(t, os.WriteFile(filepath.Join(r.dir, sidecar.Ended), nil, 0o644))
 	if res, ok := r.ended(t, 5*time.Second); !ok || res.code != exitOK {
 		t.Fatalf("after .ended: ended %v, %+v; want exit 0", ok, res)
 	}
@@ -140,11 +142,11 @@ func TestFetchBesideBroker(t *testing.T) {
 	must(t, err)
 	r = startBeside(t, client, "--curve-name=r1-curve")
 	held = r.hold(t)
-	if text := r.await(t, besideInvalid); !strings.Contains(text, "Secret ns1/r1-curve its curve.cert is not a valid certificate") {
-		t.Errorf("%s = %q, want the reason naming the Secret", besideInvalid, text)
+	if text := r.await(t, sidecar.Invalid); !strings.Contains(text, "Secret ns1/r1-curve its curve.cert is not a valid certificate") {
+		t.Errorf("%s = %q, want the reason naming the Secret", sidecar.Invalid, text)
 	}
-	if _, err := os.Stat(filepath.Join(r.dir, besideReady)); err == nil {
-		t.Errorf("%s written for an invalid key", besideReady)
+	if _, err := os.Stat(filepath.Join(r.dir, sidecar.Ready)); err == nil {
+		t.Errorf("%s written for an invalid key", sidecar.Ready)
 	}
 	held.Close()
 	if res, ok := r.ended(t, 5*time.Second); !ok || res.code != exitConfig {
@@ -155,8 +157,8 @@ func TestFetchBesideBroker(t *testing.T) {
 	// the fake one ignores the name selector and would list the invalid key above.)
 	r = startBeside(t, fake.NewClientset(), "--curve-name=nothing", "--timeout=200ms")
 	held = r.hold(t)
-	if text := r.await(t, besideFailed); !strings.Contains(text, "nothing") {
-		t.Errorf("%s = %q, want the reason naming the object", besideFailed, text)
+	if text := r.await(t, sidecar.Failed); !strings.Contains(text, "nothing") {
+		t.Errorf("%s = %q, want the reason naming the object", sidecar.Failed, text)
 	}
 	held.Close()
 	if res, ok := r.ended(t, 5*time.Second); !ok || res.code != exitFailure {

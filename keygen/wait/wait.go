@@ -1,4 +1,8 @@
-package kube
+// Package wait is what a user runs after helm install or upgrade (`flux-keygen kube wait`):
+// Release watches the release's pods until its MiniCluster is up, and says at once, with the
+// fix, when a container cannot pull its image (PullError) or the Job fails, which Helm cannot
+// report for a Job. It only lists pods and Jobs.
+package wait
 
 import (
 	"context"
@@ -15,13 +19,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// WaitOptions name the release whose MiniCluster Wait waits for.
-type WaitOptions struct {
+// Options name the release whose MiniCluster Release waits for.
+type Options struct {
 	Namespace, Release string
 	Poll               time.Duration // how often to look (default 1s)
 }
 
-func (o *WaitOptions) Validate() error {
+func (o *Options) Validate() error {
 	if o.Release == "" {
 		return errors.New("--release is required: the Helm release to wait for")
 	}
@@ -86,11 +90,11 @@ func (e PullError) fix() string {
 	return "make sure it exists in a registry the nodes can reach, set " + e.value() + " to it, and give imagePullSecrets if the registry needs credentials"
 }
 
-// Wait polls the release's pods until its MiniCluster is up (every broker pod of the Job is
+// Release polls the release's pods until its MiniCluster is up (every broker pod of the Job is
 // Ready, or the Job completed) and returns nil; it returns a PullError as soon as a container
 // of the release cannot pull its image, an error naming the reason when the Job fails, and on
 // timeout (ctx) an error that says what is still pending.
-func Wait(ctx context.Context, client kubernetes.Interface, opts WaitOptions, log io.Writer) error {
+func Release(ctx context.Context, client kubernetes.Interface, opts Options, log io.Writer) error {
 	poll := opts.Poll
 	if poll <= 0 {
 		poll = time.Second

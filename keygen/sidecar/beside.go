@@ -1,58 +1,55 @@
-package main
+package sidecar
 
 import (
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"syscall"
 	"time"
-
-	"github.com/minicluster/minicluster/keygen/kube"
 )
 
-// Files a fetch --beside-broker keeps in --out for the broker's entrypoint. The broker's
-// container starts at the same time as this one (an init container would delay it by up to a
-// second: the kubelet notices that an init container ended only at its next 1 s relist), so
-// the two meet in the pod's shared keys volume.
+// Files the sidecar keeps in its directory (the pod's shared keys volume) for the broker's
+// entrypoint (charts/minicluster/files/entrypoint.sh). The broker's container starts at the
+// same time as this one (an init container would delay it by up to a second: the kubelet
+// notices that an init container ended only at its next 1 s relist), so the two meet there.
 const (
-	// besideAlive is a FIFO the entrypoint holds open for as long as its container lives; its
-	// end (EOF here) is this container's cue to end too, so the pod can complete.
-	besideAlive = ".alive"
-	// besideEnded is written by the entrypoint as it exits. It covers an entrypoint that ended
-	// before this side's open of the FIFO returned (that open would then wait for ever); the
-	// FIFO covers an entrypoint killed before it could write anything.
-	besideEnded = ".ended"
-	// besideReady: the keys are written and the parent broker is listed; start the broker.
-	besideReady = ".ready"
-	// besideInvalid holds the error about a key object that is not a valid key: the broker
-	// cannot start (the entrypoint exits with the chart's cannot-start code, which fails the Job).
-	besideInvalid = ".invalid"
-	// besideFailed holds any other error (--timeout, an API error waiting cannot mend): the pod
-	// fails and the Job may start another.
-	besideFailed = ".failed"
+	// Alive is a FIFO the entrypoint holds open for as long as its container lives; its end
+	// (EOF here) is the sidecar's cue to end too, so the pod can complete.
+	Alive = ".alive"
+	// Ended is written by the entrypoint as it exits. It covers an entrypoint that ended before
+	// the sidecar's open of the FIFO returned (that open would then wait for ever); the FIFO
+	// covers an entrypoint killed before it could write anything.
+	Ended = ".ended"
+	// Ready: the keys are written and the parent broker is listed; start the broker.
+	Ready = ".ready"
+	// Invalid holds the error about a key object that is not a valid key: the broker cannot
+	// start (the entrypoint exits with the chart's cannot-start code, which fails the Job).
+	Invalid = ".invalid"
+	// Failed holds any other error (a timeout, an API error waiting cannot mend): the pod fails
+	// and the Job may start another.
+	Failed = ".failed"
 )
 
-// fetchBeside runs fetch beside the broker's container: it reports the outcome through files
-// in dir, then waits until the broker's container has ended (or SIGTERM) and returns fetch's
-// error. stop delivers SIGTERM and SIGINT; a test passes its own.
-func fetchBeside(dir string, fetch func() error, stop <-chan os.Signal, log io.Writer) error {
-	alive := filepath.Join(dir, besideAlive)
+// RunBesideBroker runs fetch beside the broker's container: it reports the outcome through
+// files in dir, then waits until the broker's container has ended (or a signal from stop:
+// SIGTERM and SIGINT in the pod) and returns fetch's error.
+func RunBesideBroker(dir string, fetch func() error, stop <-chan os.Signal, log io.Writer) error {
+	alive := filepath.Join(dir, Alive)
 	if err := makeFIFO(alive); err != nil {
 		return err
 	}
 	// Open the FIFO now, so that it is held from the entrypoint's first moments on.
 	closed := readToEOF(alive)
 	err := fetch()
-	status, text := besideReady, ""
-	var invalid kube.InvalidKeyError
+	status, text := Ready, ""
+	var invalid InvalidKeyError
 	switch {
 	case errors.As(err, &invalid):
-		status, text = besideInvalid, err.Error()+"\n"
+		status, text = Invalid, err.Error()+"\n"
 	case err != nil:
-		status, text = besideFailed, err.Error()+"\n"
+		status, text = Failed, err.Error()+"\n"
 	}
 	if werr := writeStatus(dir, status, text); werr != nil {
 		return errors.Join(err, werr)
@@ -60,7 +57,7 @@ func fetchBeside(dir string, fetch func() error, stop <-chan os.Signal, log io.W
 	if err != nil {
 		fmt.Fprintf(log, "flux-keygen: %v (told the broker's entrypoint through %s)\n", err, filepath.Join(dir, status))
 	}
-	waitEnded(closed, filepath.Join(dir, besideEnded), stop)
+	waitEnded(closed, filepath.Join(dir, Ended), stop)
 	return err
 }
 
@@ -119,11 +116,4 @@ func waitEnded(closed <-chan struct{}, ended string, stop <-chan os.Signal) {
 			}
 		}
 	}
-}
-
-// stopSignals delivers SIGTERM and SIGINT: the kubelet stops this container with the pod.
-func stopSignals() <-chan os.Signal {
-	c := make(chan os.Signal, 1)
-	signal.Notify(c, syscall.SIGTERM, syscall.SIGINT)
-	return c
 }

@@ -1,4 +1,4 @@
-package kube
+package wait
 
 import (
 	"bytes"
@@ -28,7 +28,8 @@ func brokerJob(parallelism int32, conds ...batchv1.JobCondition) *batchv1.Job {
 	}
 }
 
-// brokerPod is pod i of the Job; waiting gives the "keys" init container that waiting state.
+// brokerPod is pod i of the Job; waiting gives its "keys" container (the sidecar beside the
+// broker's) that waiting state.
 func brokerPod(i int, ready bool, waiting *corev1.ContainerStateWaiting) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("mc-%d", i), Namespace: "ns", Labels: map[string]string{
@@ -40,7 +41,7 @@ func brokerPod(i int, ready bool, waiting *corev1.ContainerStateWaiting) *corev1
 		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	}
 	if waiting != nil {
-		p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "keys", Image: "reg.example/minicluster/flux-keygen:0.1.0",
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "keys", Image: "reg.example/minicluster/flux-keygen:1.2.3",
 			State: corev1.ContainerState{Waiting: waiting}}}
 	}
 	return p
@@ -51,7 +52,7 @@ func runWait(t *testing.T, within time.Duration, objs ...runtime.Object) (string
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	var log bytes.Buffer
-	err := Wait(ctx, fake.NewClientset(objs...), WaitOptions{Namespace: "ns", Release: "mc", Poll: 10 * time.Millisecond}, &log)
+	err := Release(ctx, fake.NewClientset(objs...), Options{Namespace: "ns", Release: "mc", Poll: 10 * time.Millisecond}, &log)
 	return log.String(), err
 }
 
@@ -60,8 +61,8 @@ func TestWaitReportsPullFailures(t *testing.T) {
 		name, reason, message string
 		want                  []string
 	}{
-		{"missing tag", "ErrImagePull", `failed to pull and unpack image "reg.example/minicluster/flux-keygen:0.1.0": reg.example/minicluster/flux-keygen:0.1.0: not found`,
-			[]string{`pod mc-1 container keys cannot pull image "reg.example/minicluster/flux-keygen:0.1.0"`, "no such image or tag", "make push REGISTRY=", "set imageRegistry"}},
+		{"missing tag", "ErrImagePull", `failed to pull and unpack image "reg.example/minicluster/flux-keygen:1.2.3": reg.example/minicluster/flux-keygen:1.2.3: not found`,
+			[]string{`pod mc-1 container keys cannot pull image "reg.example/minicluster/flux-keygen:1.2.3"`, "no such image or tag", "make push REGISTRY=", "set imageRegistry"}},
 		{"wrong registry", "ImagePullBackOff", `Back-off pulling image "x": dial tcp 10.0.0.9:5000: connect: connection refused`,
 			[]string{"cannot reach that registry", "set imageRegistry"}},
 		{"pull secret refused", "ErrImagePull", `failed to authorize: 401 Unauthorized`,
@@ -121,7 +122,7 @@ func TestWaitReportsImageVolumeFailures(t *testing.T) {
 func TestWaitIgnoresThrottledPulls(t *testing.T) {
 	for _, w := range []corev1.ContainerStateWaiting{
 		{Reason: "ErrImagePull", Message: "pull QPS exceeded"},
-		{Reason: "ImagePullBackOff", Message: `Back-off pulling image "reg.example/minicluster/flux-keygen:0.1.0": ErrImagePull: pull QPS exceeded`},
+		{Reason: "ImagePullBackOff", Message: `Back-off pulling image "reg.example/minicluster/flux-keygen:1.2.3": ErrImagePull: pull QPS exceeded`},
 	} {
 		_, err := runWait(t, 100*time.Millisecond, brokerJob(2), brokerPod(0, true, nil), brokerPod(1, false, &w))
 		var pe PullError

@@ -1,4 +1,11 @@
-package kube
+// Package sidecar is the pod side of flux-keygen: the container that runs beside each broker's
+// container in the MiniCluster's pods (a sidecar; the chart names it keys). It waits until the
+// keygen Job (package kube) has put the keys into the release's objects, writes them where the
+// broker's entrypoint installs them, waits until the headless Service lists the broker's parent
+// (ParentHost) so that the broker's first DNS lookup finds it, and tells the entrypoint the
+// outcome through files in their shared volume (RunBesideBroker). It only reads from the API
+// server.
+package sidecar
 
 import (
 	"context"
@@ -21,11 +28,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/minicluster/minicluster/keygen"
+	"github.com/minicluster/minicluster/keygen/kube"
 )
 
-// FetchOptions say what a broker pod's init container waits for. The keygen Job fills the key
-// objects while the pods start, so the pods wait here instead of behind a pre-install hook.
-type FetchOptions struct {
+// Options say what the sidecar waits for. The keygen Job fills the key objects while the pods
+// start, so the pods wait here instead of behind a pre-install hook.
+type Options struct {
 	Namespace string
 	// CurveName is the certificate object (Storage: Secret or ConfigMap); empty = none.
 	CurveName, Storage string
@@ -46,7 +54,7 @@ type InvalidKeyError struct{ error }
 func (e InvalidKeyError) Unwrap() error { return e.error }
 
 // Validate checks the options.
-func (o *FetchOptions) Validate() error {
+func (o *Options) Validate() error {
 	if o.Namespace == "" {
 		return errors.New("--namespace is empty: give it or set POD_NAMESPACE")
 	}
@@ -54,9 +62,9 @@ func (o *FetchOptions) Validate() error {
 		return errors.New("--out is empty: give the directory to write the keys to")
 	}
 	if o.Storage == "" {
-		o.Storage = StorageSecret
+		o.Storage = kube.StorageSecret
 	}
-	if o.Storage != StorageSecret && o.Storage != StorageConfigMap {
+	if o.Storage != kube.StorageSecret && o.Storage != kube.StorageConfigMap {
 		return fmt.Errorf("--storage %q: want Secret or ConfigMap", o.Storage)
 	}
 	if (o.Service == "") != (o.Host == "") {
@@ -72,7 +80,7 @@ func (o *FetchOptions) Validate() error {
 // waits for the host's endpoint. It reads only the named objects (get, list and watch with a
 // metadata.name field selector, which RBAC allows by resourceNames) and the Service's
 // EndpointSlices.
-func Fetch(ctx context.Context, client kubernetes.Interface, opts FetchOptions, log io.Writer) error {
+func Fetch(ctx context.Context, client kubernetes.Interface, opts Options, log io.Writer) error {
 	if err := opts.Validate(); err != nil {
 		return err
 	}
@@ -81,21 +89,21 @@ func Fetch(ctx context.Context, client kubernetes.Interface, opts FetchOptions, 
 		if err != nil {
 			return err
 		}
-		if err := writeKey(opts.Out, CertKey, data); err != nil {
+		if err := writeKey(opts.Out, kube.CertKey, data); err != nil {
 			return err
 		}
 		c, _ := keygen.Parse(data)
-		fmt.Fprintf(log, "fetched %s from %s %s/%s (public key %s)\n", CertKey, opts.Storage, opts.Namespace, opts.CurveName, c.PublicText())
+		fmt.Fprintf(log, "fetched %s from %s %s/%s (public key %s)\n", kube.CertKey, opts.Storage, opts.Namespace, opts.CurveName, c.PublicText())
 	}
 	if opts.MungeName != "" {
-		data, err := waitObject(ctx, client, StorageSecret, opts.Namespace, opts.MungeName, MungeKey, checkMunge)
+		data, err := waitObject(ctx, client, kube.StorageSecret, opts.Namespace, opts.MungeName, kube.MungeKey, checkMunge)
 		if err != nil {
 			return err
 		}
-		if err := writeKey(opts.Out, MungeKey, data); err != nil {
+		if err := writeKey(opts.Out, kube.MungeKey, data); err != nil {
 			return err
 		}
-		fmt.Fprintf(log, "fetched %s from Secret %s/%s\n", MungeKey, opts.Namespace, opts.MungeName)
+		fmt.Fprintf(log, "fetched %s from Secret %s/%s\n", kube.MungeKey, opts.Namespace, opts.MungeName)
 	}
 	if opts.Host != "" {
 		start := time.Now()
@@ -107,20 +115,20 @@ func Fetch(ctx context.Context, client kubernetes.Interface, opts FetchOptions, 
 	return nil
 }
 
-func waitCurve(ctx context.Context, client kubernetes.Interface, opts FetchOptions) ([]byte, error) {
-	return waitObject(ctx, client, opts.Storage, opts.Namespace, opts.CurveName, CertKey, checkCert)
+func waitCurve(ctx context.Context, client kubernetes.Interface, opts Options) ([]byte, error) {
+	return waitObject(ctx, client, opts.Storage, opts.Namespace, opts.CurveName, kube.CertKey, checkCert)
 }
 
 func checkCert(data []byte) error {
 	if _, err := keygen.Parse(data); err != nil {
-		return fmt.Errorf("its %s is not a valid certificate (%w)", CertKey, err)
+		return fmt.Errorf("its %s is not a valid certificate (%w)", kube.CertKey, err)
 	}
 	return nil
 }
 
 func checkMunge(data []byte) error {
-	if len(data) != MungeKeySize {
-		return fmt.Errorf("its %s is %d bytes, want %d", MungeKey, len(data), MungeKeySize)
+	if len(data) != kube.MungeKeySize {
+		return fmt.Errorf("its %s is %d bytes, want %d", kube.MungeKey, len(data), kube.MungeKeySize)
 	}
 	return nil
 }
@@ -131,7 +139,7 @@ func waitObject(ctx context.Context, client kubernetes.Interface, kind, ns, name
 	where := fmt.Sprintf("%s %s/%s", kind, ns, name)
 	byName := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()}
 	var lw listWatcher
-	if kind == StorageConfigMap {
+	if kind == kube.StorageConfigMap {
 		cms := client.CoreV1().ConfigMaps(ns)
 		lw = listWatcher{
 			list:  func(o metav1.ListOptions) (runtime.Object, error) { return cms.List(ctx, o) },

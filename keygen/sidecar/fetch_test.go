@@ -1,4 +1,4 @@
-package kube
+package sidecar
 
 import (
 	"bytes"
@@ -19,31 +19,28 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/minicluster/minicluster/keygen/kube"
 )
 
+const ns = "team-a"
+
+// validCert is a certificate as the keygen Job writes it.
 func validCert(t *testing.T) []byte {
 	t.Helper()
-	c, err := New(opts(nil))
+	client := fake.NewClientset()
+	o := kube.Options{Release: "flux-sample", Namespace: ns, Hostname: "flux-sample-keygen-abcde", Version: "1.2.3"}
+	if _, err := kube.Run(context.Background(), client, o, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := client.CoreV1().Secrets(ns).Get(context.Background(), "flux-sample-curve", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return s.Data[kube.CertKey]
 }
 
-// New is a test helper: a certificate as the keygen Job writes it.
-func New(o Options) ([]byte, error) {
-	client := fake.NewClientset()
-	if _, err := Run(context.Background(), client, o, &bytes.Buffer{}); err != nil {
-		return nil, err
-	}
-	s, err := client.CoreV1().Secrets(o.Namespace).Get(context.Background(), o.Release+"-curve", metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return s.Data[CertKey], nil
-}
-
-func fetch(t *testing.T, client *fake.Clientset, o FetchOptions) (string, error) {
+func fetch(t *testing.T, client *fake.Clientset, o Options) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -61,19 +58,19 @@ func TestFetchWaitsForTheKeygenJob(t *testing.T) {
 	go func() {
 		time.Sleep(200 * time.Millisecond)
 		filled := empty.DeepCopy()
-		filled.Data = map[string][]byte{CertKey: cert}
+		filled.Data = map[string][]byte{kube.CertKey: cert}
 		client.CoreV1().Secrets(ns).Update(context.Background(), filled, metav1.UpdateOptions{})
 	}()
 	out := t.TempDir()
-	log, err := fetch(t, client, FetchOptions{Namespace: ns, CurveName: "flux-sample-curve", Out: out})
+	log, err := fetch(t, client, Options{Namespace: ns, CurveName: "flux-sample-curve", Out: out})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := os.ReadFile(filepath.Join(out, CertKey))
+	got, err := os.ReadFile(filepath.Join(out, kube.CertKey))
 	if err != nil || !bytes.Equal(got, cert) {
 		t.Fatalf("curve.cert = %q, %v; want the Secret's certificate", got, err)
 	}
-	if fi, _ := os.Stat(filepath.Join(out, CertKey)); fi.Mode().Perm() != 0o444 {
+	if fi, _ := os.Stat(filepath.Join(out, kube.CertKey)); fi.Mode().Perm() != 0o444 {
 		t.Errorf("curve.cert mode %o, want 444", fi.Mode().Perm())
 	}
 	if !strings.Contains(log, "fetched curve.cert from Secret team-a/flux-sample-curve") {
@@ -83,15 +80,15 @@ func TestFetchWaitsForTheKeygenJob(t *testing.T) {
 
 func TestFetchConfigMapAndMunge(t *testing.T) {
 	cert := validCert(t)
-	munge := bytes.Repeat([]byte{7}, MungeKeySize)
+	munge := bytes.Repeat([]byte{7}, kube.MungeKeySize)
 	client := fake.NewClientset(
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: ns}, Data: map[string]string{CertKey: string(cert)}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: ns}, Data: map[string][]byte{MungeKey: munge}})
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: ns}, Data: map[string]string{kube.CertKey: string(cert)}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: ns}, Data: map[string][]byte{kube.MungeKey: munge}})
 	out := t.TempDir()
-	if _, err := fetch(t, client, FetchOptions{Namespace: ns, CurveName: "c", Storage: StorageConfigMap, MungeName: "m", Out: out}); err != nil {
+	if _, err := fetch(t, client, Options{Namespace: ns, CurveName: "c", Storage: kube.StorageConfigMap, MungeName: "m", Out: out}); err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string][]byte{CertKey: cert, MungeKey: munge} {
+	for name, want := range map[string][]byte{kube.CertKey: cert, kube.MungeKey: munge} {
 		if got, err := os.ReadFile(filepath.Join(out, name)); err != nil || !bytes.Equal(got, want) {
 			t.Errorf("%s: %v, not the object's data", name, err)
 		}
@@ -100,9 +97,9 @@ func TestFetchConfigMapAndMunge(t *testing.T) {
 
 // Invalid data is an error at once: waiting would not mend it.
 func TestFetchRefusesAnInvalidKey(t *testing.T) {
-	client := fake.NewClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: ns}, Data: map[string][]byte{CertKey: []byte("not a cert")}})
+	client := fake.NewClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: ns}, Data: map[string][]byte{kube.CertKey: []byte("not a cert")}})
 	start := time.Now()
-	_, err := fetch(t, client, FetchOptions{Namespace: ns, CurveName: "c", Out: t.TempDir()})
+	_, err := fetch(t, client, Options{Namespace: ns, CurveName: "c", Out: t.TempDir()})
 	if err == nil || !strings.Contains(err.Error(), "Secret team-a/c its curve.cert is not a valid certificate") || time.Since(start) > 5*time.Second {
 		t.Errorf("err = %v after %s, want an immediate error naming the Secret", err, time.Since(start))
 	}
@@ -119,14 +116,14 @@ func TestFetchWaitsForTheParentEndpoint(t *testing.T) {
 		}
 		client.DiscoveryV1().EndpointSlices(ns).Create(context.Background(), slice, metav1.CreateOptions{})
 	}()
-	log, err := fetch(t, client, FetchOptions{Namespace: ns, Out: t.TempDir(), Service: "flux-sample", Host: "flux-sample-0"})
+	log, err := fetch(t, client, Options{Namespace: ns, Out: t.TempDir(), Service: "flux-sample", Host: "flux-sample-0"})
 	if err != nil || !strings.Contains(log, "flux-sample-0 is listed by Service team-a/flux-sample") {
 		t.Fatalf("err %v, log %s", err, log)
 	}
 	// Timing out names what it waited for.
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	err = Fetch(ctx, client, FetchOptions{Namespace: ns, Out: t.TempDir(), Service: "flux-sample", Host: "flux-sample-3"}, &bytes.Buffer{})
+	err = Fetch(ctx, client, Options{Namespace: ns, Out: t.TempDir(), Service: "flux-sample", Host: "flux-sample-3"}, &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), "waiting for flux-sample-3 in the EndpointSlices of Service team-a/flux-sample") {
 		t.Errorf("err = %v", err)
 	}
@@ -162,7 +159,7 @@ func TestParentHost(t *testing.T) {
 // not seen the RoleBinding yet) is retried; one still refused after rbacPropagation is an error.
 func TestFetchRetriesRBACLag(t *testing.T) {
 	cert := validCert(t)
-	filled := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "flux-sample-curve", Namespace: ns}, Data: map[string][]byte{CertKey: cert}}
+	filled := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "flux-sample-curve", Namespace: ns}, Data: map[string][]byte{kube.CertKey: cert}}
 	client := fake.NewClientset(filled)
 	refusals := 2
 	client.PrependReactor("list", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
@@ -172,14 +169,14 @@ func TestFetchRetriesRBACLag(t *testing.T) {
 		refusals--
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "", errors.New("RBAC: not yet"))
 	})
-	if _, err := fetch(t, client, FetchOptions{Namespace: ns, CurveName: "flux-sample-curve", Out: t.TempDir()}); err != nil || refusals != 0 {
+	if _, err := fetch(t, client, Options{Namespace: ns, CurveName: "flux-sample-curve", Out: t.TempDir()}); err != nil || refusals != 0 {
 		t.Fatalf("after 2 refusals: %v (refusals left %d)", err, refusals)
 	}
 
 	defer func(d time.Duration) { rbacPropagation = d }(rbacPropagation)
 	rbacPropagation = 300 * time.Millisecond
 	refusals = 1000
-	_, err := fetch(t, client, FetchOptions{Namespace: ns, CurveName: "flux-sample-curve", Out: t.TempDir()})
+	_, err := fetch(t, client, Options{Namespace: ns, CurveName: "flux-sample-curve", Out: t.TempDir()})
 	if !apierrors.IsForbidden(err) {
 		t.Fatalf("refused for good: %v, want the Forbidden error", err)
 	}
@@ -190,7 +187,7 @@ func TestFetchRetriesRBACLag(t *testing.T) {
 // an error that waiting cannot mend is returned at once.
 func TestFetchRetriesABusyAPIServer(t *testing.T) {
 	cert := validCert(t)
-	filled := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "flux-sample-curve", Namespace: ns}, Data: map[string][]byte{CertKey: cert}}
+	filled := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "flux-sample-curve", Namespace: ns}, Data: map[string][]byte{kube.CertKey: cert}}
 	client := fake.NewClientset(filled)
 	busy := []error{
 		apierrors.NewTooManyRequests("slow down", 0),
@@ -205,7 +202,7 @@ func TestFetchRetriesABusyAPIServer(t *testing.T) {
 		busy = busy[1:]
 		return true, nil, err
 	})
-	if _, err := fetch(t, client, FetchOptions{Namespace: ns, CurveName: "flux-sample-curve", Out: t.TempDir()}); err != nil || len(busy) != 0 {
+	if _, err := fetch(t, client, Options{Namespace: ns, CurveName: "flux-sample-curve", Out: t.TempDir()}); err != nil || len(busy) != 0 {
 		t.Fatalf("after three busy answers: %v (left %d)", err, len(busy))
 	}
 
@@ -213,7 +210,7 @@ func TestFetchRetriesABusyAPIServer(t *testing.T) {
 	client.PrependReactor("list", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewBadRequest("no such field selector")
 	})
-	if _, err := fetch(t, client, FetchOptions{Namespace: ns, CurveName: "flux-sample-curve", Out: t.TempDir()}); !apierrors.IsBadRequest(err) {
+	if _, err := fetch(t, client, Options{Namespace: ns, CurveName: "flux-sample-curve", Out: t.TempDir()}); !apierrors.IsBadRequest(err) {
 		t.Fatalf("a bad request: %v, want it returned at once", err)
 	}
 }

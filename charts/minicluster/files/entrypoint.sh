@@ -1,0 +1,260 @@
+#!/bin/sh
+# MiniCluster broker entrypoint. Pod index 0 runs the lead broker (rank 0), the others run
+# workers.
+#   - A broker that exits because its instance ended starts again and rejoins
+#     (MINICLUSTER_REJOIN): a lost lead comes back as a new pod and the instance re-forms
+#     whole. An ephemeral lead exits with its command's status instead; the Job's
+#     successPolicy then ends the workers.
+#   - A broker that fails within seconds of starting, three times running, cannot start (a
+#     config or certificate problem): exit MINICLUSTER_EXIT_CANNOT_START, which fails the Job.
+#   - SIGTERM (scale-down, uninstall, a deleted pod) stops the broker; the pod exits 143.
+set -eu
+log() { printf 'minicluster[%s]: %s\n' "${JOB_COMPLETION_INDEX:-?}" "$*" >&2; }
+die() { log "error: $*"; exit "${MINICLUSTER_EXIT_CANNOT_START:-78}"; }
+
+index=${JOB_COMPLETION_INDEX:?this pod must belong to an indexed Job (JOB_COMPLETION_INDEX is unset)}
+config=/minicluster/config
+run=/minicluster/run
+hosts=$(cat "$config/hosts")
+size=$(cat "$config/size")
+
+# The helper containers (the keys step; the copy of the view) start with this one, each with
+# a directory here (MINICLUSTER_HELPERS). Each makes the FIFO .alive there and ends when no
+# one holds it open: hold it (fds 3, 4) for as long as this container lives, first, so that
+# no way out of this script leaves a helper running. Then wait for each one's .ready;
+# .invalid (a broken key: the broker cannot start) or .failed ends this container.
+# .ended, written on the way out in the keys volume (the one this container may write and
+# every helper sees), tells a helper that opened its FIFO too late.
+pause() { sleep 0.05 2>/dev/null || sleep 1; }
+helpers_ended() {
+  (: > /minicluster/keys/.ended) 2>/dev/null || true
+}
+trap helpers_ended EXIT
+fd=3
+for dir in ${MINICLUSTER_HELPERS:-}; do
+  until [ -p "$dir/.alive" ] || [ -f "$dir/.failed" ]; do pause; done
+  if [ -p "$dir/.alive" ]; then
+    eval "exec $fd<>\"\$dir/.alive\""
+    fd=$((fd + 1))
+  fi
+done
+for dir in ${MINICLUSTER_HELPERS:-}; do
+  until [ -f "$dir/.ready" ]; do
+    if [ -f "$dir/.invalid" ]; then die "$(cat "$dir/.invalid")"; fi
+    if [ -f "$dir/.failed" ]; then log "error: $(cat "$dir/.failed")"; exit 1; fi
+    pause
+  done
+done
+
+. /minicluster/scripts/env.sh
+if ! command -v flux >/dev/null 2>&1; then
+  if [ -n "${MINICLUSTER_FLUX_VIEW:-}" ]; then
+    die "flux is not in the flux view at $MINICLUSTER_FLUX_VIEW/bin: set flux.view.image to a Flux view image (e.g. ghcr.io/converged-computing/flux-view-ubuntu:tag-noble)"
+  fi
+  die "flux is not on PATH in image $MINICLUSTER_IMAGE: set flux.view.enabled=true to copy Flux from a view image, or set image to one that has Flux installed"
+fi
+
+# Where this Flux lives: the view, or the prefix of the image's flux command. Fluxion and
+# flux-pmix may sit there rather than in flux-core's own prefix (a spack view links every
+# package's files into one tree).
+if [ -n "${MINICLUSTER_FLUX_VIEW:-}" ]; then
+  flux_root=$MINICLUSTER_FLUX_VIEW
+  flux_from="the flux view of $MINICLUSTER_FLUX_VIEW_IMAGE"
+else
+  flux_root=$(dirname "$(dirname "$(command -v flux)")")
+  flux_from="image $MINICLUSTER_IMAGE"
+fi
+if [ "$MINICLUSTER_SCHEDULER" = fluxion ]; then
+  confdir=$(flux config builtin confdir 2>/dev/null || true)
+  if [ -f "$flux_root/etc/flux/modprobe/modprobe.d/fluxion.toml" ]; then
+    # flux modprobe reads Fluxion's modprobe.d/fluxion.toml (its modules outrank
+    # sched-simple) and rc1.d/fluxion.py; the broker loads its modules from there.
+    FLUX_MODPROBE_PATH_APPEND=$flux_root/etc/flux/modprobe${FLUX_MODPROBE_PATH_APPEND:+:$FLUX_MODPROBE_PATH_APPEND}
+    FLUX_MODULE_PATH_PREPEND=$flux_root/lib/flux/modules${FLUX_MODULE_PATH_PREPEND:+:$FLUX_MODULE_PATH_PREPEND}
+    FLUX_EXEC_PATH_PREPEND=$flux_root/libexec/flux/cmd${FLUX_EXEC_PATH_PREPEND:+:$FLUX_EXEC_PATH_PREPEND}
+    export FLUX_MODPROBE_PATH_APPEND FLUX_MODULE_PATH_PREPEND FLUX_EXEC_PATH_PREPEND
+  elif [ ! -f "$confdir/modprobe/modprobe.d/fluxion.toml" ]; then
+    die "flux.scheduler=fluxion, but $flux_from has no Fluxion (flux-sched): no etc/flux/modprobe/modprobe.d/fluxion.toml in $flux_root or in flux-core's ${confdir:-confdir}. Use a Flux with flux-sched (the Flux Operator's flux-view-* images have it), or set flux.scheduler=simple"
+  fi
+fi
+# Fluxion's default resource options limit what it reads of a hwloc topology
+# (load-allowlist), which R from `flux R encode` does not carry: without them it does not
+# warn "allowlist unsupported" at every start. Options of your own (env) are kept.
+if [ "$MINICLUSTER_SCHEDULER" = fluxion ] && [ -z "${FLUXION_RESOURCE_OPTIONS+set}" ]; then
+  FLUXION_RESOURCE_OPTIONS=
+  export FLUXION_RESOURCE_OPTIONS
+fi
+# flux-pmix, for OpenMPI (`flux run -o pmi=pmix`): its shell plugin, where the job shells look.
+pluginpath=$(flux config builtin shell_pluginpath 2>/dev/null || true)
+if [ -f "$pluginpath/pmix.so" ]; then
+  pmix_plugins=$pluginpath
+elif [ -f "$flux_root/lib/flux/shell/plugins/pmix.so" ]; then
+  pmix_plugins=$flux_root/lib/flux/shell/plugins
+else
+  pmix_plugins=
+fi
+case $MINICLUSTER_COMMAND in
+  *pmi=*pmix*)
+    [ -n "$pmix_plugins" ] || die "the command asks for -o pmi=pmix (OpenMPI's PMIx, served by flux-pmix), but $flux_from has no flux-pmix: no lib/flux/shell/plugins/pmix.so in $flux_root or in ${pluginpath:-the shell plugin path of flux-core}. Use a Flux with flux-pmix (the Flux Operator's flux-view-* images have it), or an MPI that Flux's own PMI serves (MPICH: no -o pmi=pmix)"
+    ;;
+esac
+
+# Flux refuses a certificate that group or others can read: install a private copy, owned
+# by the user running Flux. Likewise the munge key.
+rm -f "$MINICLUSTER_CURVE_CERT"
+cp /minicluster/keys/curve.cert "$MINICLUSTER_CURVE_CERT"
+chmod 0400 "$MINICLUSTER_CURVE_CERT"
+if [ -f /minicluster/keys/munge.key ]; then
+  rm -f /etc/munge/munge.key
+  cp /minicluster/keys/munge.key /etc/munge/munge.key
+  chmod 0400 /etc/munge/munge.key
+fi
+
+# Resources of all maxSize hosts (brokers that are not up are shown as down): each with
+# MINICLUSTER_CORES cores and MINICLUSTER_GPUS GPUs where the pod's limits (or values) say
+# so, or else what hwloc sees on this node.
+ids() { if [ "$1" -eq 1 ]; then echo 0; else echo "0-$(($1 - 1))"; fi; }
+cores=${MINICLUSTER_CORES:-0}
+gpus=${MINICLUSTER_GPUS:-0}
+if [ "$gpus" -gt 0 ] && [ "$cores" -eq 0 ]; then cores=$(nproc); fi
+set -- --hosts="$hosts"
+if [ "$cores" -gt 0 ]; then set -- "$@" --cores="$(ids "$cores")"; else set -- "$@" --local; fi
+if [ "$gpus" -gt 0 ]; then set -- "$@" --gpus="$(ids "$gpus")"; fi
+flux R encode "$@" > "$MINICLUSTER_RESOURCE_PATH" ||
+  die "flux R encode $* failed: Flux cannot run in this image (see above)"
+
+set -- --config-path="$config" -Srundir="$run/flux" -Slocal-uri="local://$run/flux/local" \
+  -Sbroker.quorum="$size" -Stbon.connect_timeout="$MINICLUSTER_CONNECT_TIMEOUT" \
+  -Slog-stderr-level="$MINICLUSTER_LOG_LEVEL" -Slog-stderr-mode=local
+# The lead's job clean-up on SIGTERM. A worker's is only the marker below; it must finish.
+if [ "$index" -eq 0 ]; then
+  set -- "$@" -Sbroker.cleanup-timeout="${MINICLUSTER_CLEANUP_TIMEOUT:-0s}"
+fi
+if [ -n "$MINICLUSTER_TOPOLOGY" ]; then
+  set -- "$@" -Stbon.topo="$MINICLUSTER_TOPOLOGY"
+fi
+if [ -n "$pmix_plugins" ] && [ "$pmix_plugins" != "$pluginpath" ]; then
+  set -- "$@" -Sconf.shell_pluginpath="$pmix_plugins"
+fi
+# rc3 (unloading the modules) runs to its end. A worker the lead is already shutting down
+# gets SIGTERM too on uninstall; a signal during rc3 aborts it with SIGHUP, and a broker that
+# exits with its modules loaded waits 10 s for each of them (flux-core 0.88).
+if rc3=$(flux config builtin rc3_path 2>/dev/null) && [ -n "$rc3" ]; then
+  set -- "$@" -Sbroker.rc3_path="trap '' HUP; $rc3"
+fi
+if [ -n "$MINICLUSTER_BROKER_OPTIONS" ]; then
+  newline='
+'
+  old_ifs=$IFS
+  IFS=$newline
+  set -f
+  for option in $MINICLUSTER_BROKER_OPTIONS; do
+    set -- "$@" "$option"
+  done
+  set +f
+  IFS=$old_ifs
+fi
+# No command: interactive, the instance stays up (no initial program). A command: ephemeral.
+ephemeral_lead=false
+if [ -z "$MINICLUSTER_COMMAND" ]; then
+  set -- "$@" -Sbroker.rc2_none=1
+elif [ "$MINICLUSTER_TASKS" -gt 0 ]; then
+  set -- "$@" flux submit --quiet --watch -N "$size" -n "$MINICLUSTER_TASKS" /bin/sh -c "$MINICLUSTER_COMMAND"
+else
+  set -- "$@" /bin/sh -c "$MINICLUSTER_COMMAND"
+fi
+if [ "$index" -eq 0 ]; then
+  log "lead broker: $size of hosts $hosts, quorum $size"
+  [ -z "$MINICLUSTER_COMMAND" ] || ephemeral_lead=true
+fi
+
+# Left in the broker's rundir by a worker's broker (modprobe-rc1.py): "joined" as its rc1
+# starts, "stopping" as it begins to stop (and by on_term). Each start of the broker begins
+# without them.
+joined_mark=$run/flux/joined
+stopping_mark=$run/flux/stopping
+FLUX_MODPROBE_PATH_APPEND=${FLUX_MODPROBE_PATH_APPEND:+$FLUX_MODPROBE_PATH_APPEND:}/minicluster/modprobe
+export FLUX_MODPROBE_PATH_APPEND
+# A worker's broker that has not joined its parent holds nothing yet: SIGTERM would only make
+# it run rc3, which fails without a parent, or be ignored while it loads its built-in modules
+# (Flux ignores signals then), leaving it waiting for a parent that is gone until the kubelet
+# kills it. Such a broker is killed at once. Only where "joined" will come: Flux's modprobe
+# rc1, which loads modprobe-rc1.py.
+kill_unjoined=false
+if [ "$index" -ne 0 ] && [ "$(flux config builtin rc1_path 2>/dev/null || true)" = "flux modprobe rc1" ]; then
+  case $MINICLUSTER_BROKER_OPTIONS in
+    *rc1_path*) ;;
+    *) kill_unjoined=true ;;
+  esac
+fi
+stop_broker() {
+  if [ "$kill_unjoined" = true ] && [ ! -e "$joined_mark" ]; then
+    log "SIGTERM: the broker has not joined its parent yet: killing it"
+    kill -KILL "$pid" 2>/dev/null || true
+  else
+    log "SIGTERM: stopping the broker"
+    kill -TERM "$pid" 2>/dev/null || true
+  fi
+}
+
+pid=
+stopping=
+on_term() {
+  stopping=1
+  # Once only: on uninstall the lead stops its workers as they get their own SIGTERM.
+  if [ -e "$stopping_mark" ]; then
+    log "SIGTERM: the broker is already stopping"
+    return
+  fi
+  if [ -n "$pid" ]; then stop_broker; else log "SIGTERM: stopping"; fi
+  : > "$stopping_mark" 2>/dev/null || true
+}
+trap on_term TERM INT
+quick_failures=0
+while :; do
+  rm -rf "$run/flux"
+  mkdir -m 0700 "$run/flux"
+  started=$(date +%s)
+  flux broker "$@" 3<&- 4<&- &
+  pid=$!
+  # A SIGTERM between the rm above and here found no broker to stop.
+  if [ -n "$stopping" ]; then stop_broker; fi
+  # wait returns early when SIGTERM arrives; wait again until the broker is gone.
+  status=0
+  wait "$pid" || status=$?
+  while kill -0 "$pid" 2>/dev/null; do
+    status=0
+    wait "$pid" || status=$?
+  done
+  pid=
+  if [ -n "$stopping" ]; then
+    exit 143
+  fi
+  if [ "$ephemeral_lead" = true ]; then
+    log "the command ended with status $status"
+    exit "$status"
+  fi
+  if [ "$status" -eq 0 ]; then
+    quick_failures=0
+    if [ "$MINICLUSTER_REJOIN" != true ]; then
+      log "the instance ended"
+      exit 0
+    fi
+    log "the instance ended: starting the broker again to rejoin the lead"
+  else
+    if [ $(($(date +%s) - started)) -lt 10 ]; then
+      quick_failures=$((quick_failures + 1))
+    else
+      quick_failures=1
+    fi
+    if [ "$quick_failures" -ge 3 ]; then
+      die "flux broker failed $quick_failures times in a row within 10 s of starting (last exit status $status): a config or certificate problem a retry cannot fix; its messages are above"
+    fi
+    log "broker exited with status $status: starting it again"
+  fi
+  sleep 1 &
+  wait $! || true
+  if [ -n "$stopping" ]; then
+    exit 143
+  fi
+done

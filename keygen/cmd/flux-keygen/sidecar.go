@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/minicluster/minicluster/keygen/kube"
+	"github.com/minicluster/minicluster/keygen/sidecar"
+)
+
+const sidecarLong = `sidecar is what the keys container of every broker pod runs, beside the broker's container
+(a sidecar: it starts with it, where an init container would hold the broker back until the
+kubelet's next 1 s relist). It waits until the keygen Job has put a valid certificate into the
+object --curve-name (and with --munge-name a munge key into that Secret) and writes curve.cert
+and munge.key to --out. With --wait-parent it then waits until an EndpointSlice of the
+headless Service lists this pod's parent broker (from --hosts-file, --topology and
+$JOB_COMPLETION_INDEX) with an address, so that the broker's first DNS lookup finds it: cluster
+DNS caches a "no such name" answer for seconds, which would stall the broker's connect.
+
+It tells the broker's entrypoint the outcome through files in --out: it makes the FIFO .alive,
+then writes .ready when the keys are there and the parent is listed, or the error to .invalid
+(an invalid key object: the broker cannot start) or .failed (anything else). The entrypoint
+holds .alive open while its container lives; when it is closed (EOF), or at SIGTERM, the
+sidecar exits, so the pod can complete. With --once it only writes the keys, waits for the
+parent and exits, with no files for an entrypoint.
+
+It reads only the named objects (get, list and watch with a metadata.name field selector) and
+the Service's EndpointSlices; it never writes to the API server.`
+
+func newSidecarCmd(e env) *cobra.Command {
+	var o sidecar.Options
+	var api apiFlags
+	var hostsFile, topology string
+	var waitParent, once bool
+	cmd := &cobra.Command{
+		Use:   "sidecar --out DIR [--curve-name N --storage Secret|ConfigMap] [--munge-name M] [--wait-parent --hosts-file F --topology T] [--once]",
+		Short: "Beside a broker: wait for the release's keys (and the parent broker's endpoint), write them to a directory",
+		Long:  sidecarLong,
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.Out == "" {
+				return usageError{errors.New("--out is required: the volume the sidecar shares with the broker")}
+			}
+			fetch := func() error {
+				api.defaults(e, &o.Namespace)
+				if waitParent {
+					var err error
+					if o.Service, o.Host, err = parentOf(e, hostsFile, topology); err != nil {
+						return err
+					}
+				}
+				if o.Host == "" && o.CurveName == "" && o.MungeName == "" {
+					return nil // the lead with the user's own certificate: nothing to wait for
+				}
+				return api.run(cmd, e, o.Validate, func(ctx context.Context, client kubernetes.Interface) error {
+					return sidecar.Fetch(ctx, client, o, e.stdout)
+				})
+			}
+			if once {
+				return fetch()
+			}
+			return sidecar.RunBesideBroker(o.Out, fetch, e.signals(), e.stderr)
+		},
+	}
+	f := cmd.Flags()
+	api.add(f, &o.Namespace, 10*time.Minute)
+	f.StringVar(&o.CurveName, "curve-name", "", "name of the certificate object")
+	f.StringVar(&o.Storage, "storage", kube.StorageSecret, "kind of the certificate object: Secret or ConfigMap")
+	f.StringVar(&o.MungeName, "munge-name", "", "name of the munge key Secret")
+	f.StringVar(&o.Out, "out", "", "directory to write curve.cert and munge.key to, shared with the broker (required)")
+	f.BoolVar(&waitParent, "wait-parent", false, "wait until the headless Service lists this pod's parent broker (index from $JOB_COMPLETION_INDEX)")
+	f.StringVar(&hostsFile, "hosts-file", "/minicluster/config/hosts", "file with the RFC 29 host list of all brokers (the broker ConfigMap's hosts)")
+	f.StringVar(&topology, "topology", "", "the brokers' tbon.topo (empty = flux's default for broker.toml boot)")
+	f.BoolVar(&once, "once", false, "write the keys (and wait for the parent), then exit: no files for a broker's entrypoint")
+	return cmd
+}
+
+// parentOf finds this pod's parent broker and its Service from the pod's environment.
+func parentOf(e env, hostsFile, topology string) (service, host string, err error) {
+	index, err := strconv.Atoi(e.getenv("JOB_COMPLETION_INDEX"))
+	if err != nil {
+		return "", "", usageError{fmt.Errorf("--wait-parent: JOB_COMPLETION_INDEX=%q is not an index: run it in a pod of an indexed Job", e.getenv("JOB_COMPLETION_INDEX"))}
+	}
+	hostname, err := e.hostname()
+	if err != nil {
+		return "", "", err
+	}
+	hosts, err := os.ReadFile(hostsFile)
+	if err != nil {
+		return "", "", fmt.Errorf("--wait-parent: %w", err)
+	}
+	etcHosts, err := os.Open(e.etcHosts)
+	if err != nil {
+		return "", "", fmt.Errorf("--wait-parent: %w", err)
+	}
+	defer etcHosts.Close()
+	return sidecar.ParentHost(sidecar.Pod{Hostname: hostname, Index: index, Hosts: strings.TrimSpace(string(hosts)), Topology: topology}, etcHosts)
+}
+
+// stopSignals delivers SIGTERM and SIGINT: the kubelet stops the sidecar with the pod.
+func stopSignals() <-chan os.Signal {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGTERM, syscall.SIGINT)
+	return c
+}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/minicluster/minicluster/keygen/wait"
+)
+
+const waitLong = `wait is what a user runs after helm install or upgrade: it watches the release's pods until
+the MiniCluster is up (every broker pod of its Job ready, or the Job completed) and exits 0.
+It exits 1 at once, naming the pod, the container, the image and the fix, when a container
+cannot pull its image (a wrong registry, a missing tag, a pull secret that does not work), and
+when the Job fails; on --timeout it says what is still pending. Helm cannot say this itself:
+Helm 3 does not wait for Jobs without --wait-for-jobs, and Helm 4 counts a started Job as ready.
+
+It lists pods and Jobs in the namespace, and changes nothing.`
+
+func newWaitCmd(e env) *cobra.Command {
+	var o wait.Options
+	var api apiFlags
+	cmd := &cobra.Command{
+		Use:   "wait --release NAME [--namespace NS] [--timeout 5m]",
+		Short: "Wait until a release's MiniCluster is up; report an image that cannot be pulled",
+		Long:  waitLong,
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			api.defaults(e, &o.Namespace)
+			if api.kubeconfig == "" && e.getenv("KUBERNETES_SERVICE_HOST") == "" {
+				api.kubeconfig = clientcmd.RecommendedHomeFile // ~/.kube/config, as kubectl
+			}
+			if o.Namespace == "" {
+				o.Namespace = contextNamespace(api.kubeconfig)
+			}
+			return api.run(cmd, e, o.Validate, func(ctx context.Context, client kubernetes.Interface) error {
+				return wait.Release(ctx, client, o, e.stdout)
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Release, "release", "", "Helm release name (required)")
+	api.add(f, &o.Namespace, 5*time.Minute)
+	// A user's defaults, as kubectl's, not a pod's.
+	f.Lookup("namespace").Usage = "namespace of the release (default $POD_NAMESPACE, else the kubeconfig context's)"
+	f.Lookup("kubeconfig").Usage = "kubeconfig file (default $KUBECONFIG, else ~/.kube/config, else the in-cluster service account)"
+	return cmd
+}
