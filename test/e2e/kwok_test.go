@@ -422,3 +422,42 @@ func lineDiff(a, b string) string {
 	}
 	return out.String()
 }
+
+// TestKwokNoNodeFits: a MiniCluster larger than its node holds (all brokers pinned to one
+// simulated node, two more than it has room for) leaves pods Pending, and `flux-keygen kube
+// wait` says that no node fits them, with the scheduler's reason, on its log and in its error.
+func TestKwokNoNodeFits(t *testing.T) {
+	nodes, _ := kwokNodes(t)
+	node := nodes[0]
+	on, err := kube.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{FieldSelector: "spec.nodeName=" + node.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	room := int(node.Status.Allocatable.Pods().Value()) - len(on.Items)
+	size := room + 2
+	pin := filepath.Join(t.TempDir(), "pin.yaml")
+	if err := os.WriteFile(pin, []byte("nodeSelector: {kubernetes.io/hostname: "+node.Name+"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ns := newNamespace(t, "kwok-nofit")
+	r := newRelease(t, ns, "flux-sample", helm4)
+	r.install("-f", kwokValues(t), "-f", pin, "--set", fmt.Sprintf("size=%d", size))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var log strings.Builder
+	err = keygenkube.Wait(ctx, kube, keygenkube.WaitOptions{Namespace: ns, Release: r.name}, &log)
+	t.Logf("kube wait: %v\n%s", err, log.String())
+	for _, want := range []string{
+		fmt.Sprintf("%d of %d broker pods ready", room, size),
+		"2 broker pods Pending because no node fits them", "Too many pods", "or resize to fewer brokers",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("kube wait's error lacks %q", want)
+		}
+	}
+	if !strings.Contains(log.String(), "no node fits") {
+		t.Errorf("kube wait did not say on its log that no node fits")
+	}
+	r.uninstallToNothing()
+}
