@@ -17,7 +17,7 @@ VERSION ?= $(shell cat VERSION)
 # spurious "context deadline exceeded" at its end on Go < 1.27 (golang/go#75804).
 FUZZ_TARGETS := ./keygen:FuzzParseCert:800000 ./postrender:FuzzRender:40000
 
-.PHONY: all deps build tools flux images push test unit lint fuzz e2e cluster-up cluster-down kind-up demo bench bench-e2e release version
+.PHONY: all deps build tools flux images push test unit lint fuzz e2e e2e-kwok cluster-up cluster-down kind-up kwok-up kwok-down demo bench bench-e2e release version
 
 all: build
 
@@ -94,10 +94,23 @@ e2e: build tools images ## end-to-end tests against the cluster in KUBECONFIG (d
 	if [ -n "$$CLUSTER_REGISTRY" ]; then go run ./ci/push --registry "$$CLUSTER_REGISTRY/minicluster" --version $(VERSION) --insecure $(BIN)/images || exit 1; fi; \
 	KUBECONFIG=$${KUBECONFIG:-$(CLUSTER_DIR)/kubeconfig} go test -tags e2e -count=1 -timeout 40m -v ./test/e2e/... ./keygen/kube/...
 
-bench-e2e: build tools images ## timings on the cluster in KUBECONFIG with real Flux, next to a bare indexed Job (the floor)
+# The simulated nodes of the scale tests: enough for 1,000 brokers by default (10 nodes of 110 pods).
+KWOK_NODES ?= 10
+export KWOK_NODES
+
+e2e-kwok: build tools ## the end-to-end tests at scale (E2E_KWOK_SIZE=1000 brokers) on simulated nodes of the local cluster (kwok-up first)
+	bash ci/kwok/up.sh
+	@# Only the keygen image is pulled for real (its Job runs on the real node); the brokers' never are.
+	go run ./ci/images --out $(BIN)/images --version $(VERSION)
+	export CLUSTER_REGISTRY=$$(source ci/cluster/lib.sh && echo "$$CLUSTER_REGISTRY"); \
+	go run ./ci/push --registry "$$CLUSTER_REGISTRY/minicluster" --version $(VERSION) --insecure $(BIN)/images && \
+	KUBECONFIG=$(CLUSTER_DIR)/kubeconfig MINICLUSTER_REQUIRE_KWOK=1 go test -tags e2e -count=1 -timeout 40m -v -run 'Kwok' ./test/e2e/...
+
+bench-e2e: build tools images ## timings on the cluster in KUBECONFIG with real Flux, next to a bare indexed Job (the floor); kwok at 1,000 on the local cluster
+	if [ -S "$(CLUSTER_DIR)/run/containerd.sock" ] && [ "$${KUBECONFIG:-$(CLUSTER_DIR)/kubeconfig}" = "$(CLUSTER_DIR)/kubeconfig" ]; then bash ci/kwok/up.sh || exit 1; fi; \
 	if [ -S "$(CLUSTER_DIR)/run/containerd.sock" ] && [ -z "$$CLUSTER_REGISTRY" ]; then export CLUSTER_REGISTRY=$$(source ci/cluster/lib.sh && echo "$$CLUSTER_REGISTRY"); fi; \
 	if [ -n "$$CLUSTER_REGISTRY" ]; then go run ./ci/push --registry "$$CLUSTER_REGISTRY/minicluster" --version $(VERSION) --insecure $(BIN)/images || exit 1; fi; \
-	KUBECONFIG=$${KUBECONFIG:-$(CLUSTER_DIR)/kubeconfig} go test -tags e2e -count=1 -timeout 30m -run '^$$' -bench 'Floor|MiniCluster|HPC' -benchtime $${BENCHTIME:-3x} ./test/e2e/...
+	KUBECONFIG=$${KUBECONFIG:-$(CLUSTER_DIR)/kubeconfig} go test -tags e2e -count=1 -timeout 90m -run '^$$' -bench 'Floor|MiniCluster|HPC|Kwok' -benchtime $${BENCHTIME:-3x} ./test/e2e/...
 	@# Sizes 6 to 64 and the overlay shapes at 64, once each (BENCH_SIZES, BENCH_TOPOLOGIES).
 	KUBECONFIG=$${KUBECONFIG:-$(CLUSTER_DIR)/kubeconfig} go test -tags e2e -count=1 -timeout 90m -run '^$$' -bench 'Scale|Topology' -benchtime $${BENCH_SCALE_TIME:-1x} ./test/e2e/...
 
@@ -108,7 +121,14 @@ cluster-up: deps ## a real Kubernetes on this machine (root, Linux); NODES=3 for
 	NODES=$(or $(NODES),1) bash ci/cluster/up.sh
 
 cluster-down:
+	bash ci/kwok/down.sh
 	bash ci/cluster/down.sh
+
+kwok-up: ## KWOK_NODES simulated nodes (KWOK_MAX_PODS pods each, default 110) on the local cluster: kwok, built once from the Go module proxy
+	bash ci/kwok/up.sh
+
+kwok-down: ## stop kwok and delete its nodes
+	bash ci/kwok/down.sh
 
 kind-up: ## a kind cluster instead (needs Docker), with the images loaded
 	bash ci/cluster/kind-up.sh

@@ -174,7 +174,10 @@ func waitObject(ctx context.Context, client kubernetes.Interface, kind, ns, name
 	return data, nil
 }
 
-// waitEndpoint watches the Service's EndpointSlices until one lists host with an address.
+// waitEndpoint watches the Service's EndpointSlices until one lists host with an address. A
+// Service of more than 100 endpoints has several slices (the EndpointSlice controller's
+// default --max-endpoints-per-slice): each slice is looked at on its own, from the list and
+// from every later event, so the host is found in whichever slice lists it, now or later.
 func waitEndpoint(ctx context.Context, client kubernetes.Interface, ns, service, host string) error {
 	slices := client.DiscoveryV1().EndpointSlices(ns)
 	lw := listWatcher{
@@ -182,8 +185,8 @@ func waitEndpoint(ctx context.Context, client kubernetes.Interface, ns, service,
 		watch: func(o metav1.ListOptions) (watch.Interface, error) { return slices.Watch(ctx, o) }}
 	err := lw.until(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + service}, func(obj runtime.Object) bool {
 		s, ok := obj.(*discoveryv1.EndpointSlice)
-		if !ok {
-			return false
+		if !ok || s.Labels[discoveryv1.LabelServiceName] != service {
+			return false // another Service's slice, from a watch that did not filter
 		}
 		for _, e := range s.Endpoints {
 			if e.Hostname != nil && *e.Hostname == host && len(e.Addresses) > 0 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
@@ -212,5 +214,105 @@ func TestFetchRetriesABusyAPIServer(t *testing.T) {
 	})
 	if _, err := fetch(t, client, Options{Namespace: ns, CurveName: "flux-sample-curve", Out: t.TempDir()}); !apierrors.IsBadRequest(err) {
 		t.Fatalf("a bad request: %v, want it returned at once", err)
+	}
+}
+
+// endpointSlice is an EndpointSlice of service listing hosts first..last (with addresses).
+func endpointSlice(name, service string, first, last int) *discoveryv1.EndpointSlice {
+	s := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: service}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+	}
+	for i := first; i <= last; i++ {
+		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{
+			Hostname:  ptr.To(fmt.Sprintf("flux-sample-%d", i)),
+			Addresses: []string{fmt.Sprintf("10.244.%d.%d", i/250, i%250+1)},
+		})
+	}
+	return s
+}
+
+// A Service of 250 brokers has three EndpointSlices (Kubernetes splits them at 100 endpoints):
+// the parent wait finds a host in any of them, and a host that a slice lists only later, when
+// the slice is updated or a new slice is added; a host without an address, or listed only by
+// another Service's slice, is not found.
+func TestFetchFindsTheParentInAnyEndpointSlice(t *testing.T) {
+	client := fake.NewClientset(
+		endpointSlice("flux-sample-a", "flux-sample", 0, 99),
+		endpointSlice("flux-sample-b", "flux-sample", 100, 199),
+		endpointSlice("flux-sample-c", "flux-sample", 200, 249),
+		endpointSlice("other-a", "other", 250, 270))
+	parent := func(host string, within time.Duration) error {
+		ctx, cancel := context.WithTimeout(context.Background(), within)
+		defer cancel()
+		return Fetch(ctx, client, Options{Namespace: ns, Out: t.TempDir(), Service: "flux-sample", Host: host}, &bytes.Buffer{})
+	}
+	for _, host := range []string{"flux-sample-0", "flux-sample-150", "flux-sample-249"} {
+		if err := parent(host, 5*time.Second); err != nil {
+			t.Errorf("%s (listed from the start): %v", host, err)
+		}
+	}
+	if err := parent("flux-sample-260", 300*time.Millisecond); err == nil {
+		t.Error("flux-sample-260 is listed only by Service other's slice, but the wait for Service flux-sample found it")
+	}
+
+	// Changes once the wait watches: each happens after its watch has started.
+	watching := make(chan struct{}, 8)
+	client.PrependWatchReactor("endpointslices", func(k8stesting.Action) (bool, watch.Interface, error) {
+		watching <- struct{}{}
+		return false, nil, nil
+	})
+	slices := client.DiscoveryV1().EndpointSlices(ns)
+	// Each change calls listed just before the update that lists the host with an address: the
+	// wait must not return before.
+	for _, tc := range []struct {
+		host   string
+		change func(listed func()) error
+	}{
+		{"flux-sample-250", func(listed func()) error { // the last slice grows
+			listed()
+			_, err := slices.Update(context.Background(), endpointSlice("flux-sample-c", "flux-sample", 200, 250), metav1.UpdateOptions{})
+			return err
+		}},
+		{"flux-sample-300", func(listed func()) error { // a fourth slice
+			listed()
+			_, err := slices.Create(context.Background(), endpointSlice("flux-sample-d", "flux-sample", 251, 300), metav1.CreateOptions{})
+			return err
+		}},
+		{"flux-sample-301", func(listed func()) error {
+			// Another Service's slice lists it: not a match.
+			if _, err := slices.Update(context.Background(), endpointSlice("other-a", "other", 250, 310), metav1.UpdateOptions{}); err != nil {
+				return err
+			}
+			// A not-ready endpoint without an address: not yet.
+			s := endpointSlice("flux-sample-d", "flux-sample", 251, 301)
+			s.Endpoints[len(s.Endpoints)-1].Addresses = nil
+			if _, err := slices.Update(context.Background(), s, metav1.UpdateOptions{}); err != nil {
+				return err
+			}
+			time.Sleep(100 * time.Millisecond)
+			listed()
+			s.Endpoints[len(s.Endpoints)-1].Addresses = []string{"10.244.1.52"}
+			_, err := slices.Update(context.Background(), s, metav1.UpdateOptions{})
+			return err
+		}},
+	} {
+		changed := make(chan error, 1)
+		listed := make(chan struct{})
+		go func() {
+			<-watching
+			changed <- tc.change(func() { close(listed) })
+		}()
+		if err := parent(tc.host, 5*time.Second); err != nil {
+			t.Errorf("%s (listed later): %v", tc.host, err)
+		}
+		select {
+		case <-listed:
+		default:
+			t.Errorf("%s: the wait returned before a slice of flux-sample listed it with an address", tc.host)
+		}
+		if err := <-changed; err != nil {
+			t.Fatalf("changing the slices for %s: %v", tc.host, err)
+		}
 	}
 }

@@ -93,23 +93,29 @@ func (e PullError) fix() string {
 // Release polls the release's pods until its MiniCluster is up (every broker pod of the Job is
 // Ready, or the Job completed) and returns nil; it returns a PullError as soon as a container
 // of the release cannot pull its image, an error naming the reason when the Job fails, and on
-// timeout (ctx) an error that says what is still pending.
+// timeout (ctx) an error that says what is still pending. Pods that no node can take are said
+// so on log as soon as the scheduler says why (and again when its reason changes), but waited
+// for: a cluster autoscaler, or pods of another release going away, may yet make room.
 func Release(ctx context.Context, client kubernetes.Interface, opts Options, log io.Writer) error {
 	poll := opts.Poll
 	if poll <= 0 {
 		poll = time.Second
 	}
 	release := "app.kubernetes.io/instance=" + opts.Release
-	pending := "nothing listed yet"
+	pending, told := "nothing listed yet", ""
 	for {
-		done, state, err := look(ctx, client, opts.Namespace, release)
-		if err != nil || done {
-			if done {
-				fmt.Fprintf(log, "wait: release %s/%s: %s\n", opts.Namespace, opts.Release, state)
-			}
+		st, err := look(ctx, client, opts.Namespace, release)
+		if err != nil {
 			return err
 		}
-		pending = state
+		if st.done {
+			fmt.Fprintf(log, "wait: release %s/%s: %s\n", opts.Namespace, opts.Release, st.state)
+			return nil
+		}
+		if st.unschedulable != "" && st.unschedulable != told {
+			fmt.Fprintf(log, "wait: release %s/%s: %s\n", opts.Namespace, opts.Release, st.unschedulable)
+		}
+		pending, told = st.state, st.unschedulable
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("release %s/%s is not up: %s (%w)", opts.Namespace, opts.Release, pending, ctx.Err())
@@ -118,23 +124,33 @@ func Release(ctx context.Context, client kubernetes.Interface, opts Options, log
 	}
 }
 
-// look reads the release's broker Job and pods once: done when up, else what is pending.
-func look(ctx context.Context, client kubernetes.Interface, ns, release string) (done bool, state string, err error) {
+// status is what one look at the release found: done, or what is pending; unschedulable says
+// which broker pods no node can take and why (empty when none).
+type status struct {
+	done                 bool
+	state, unschedulable string
+}
+
+// shownPods is how many waiting pods a state names; a MiniCluster of 1,000 would give a page.
+const shownPods = 5
+
+// look reads the release's broker Job and pods once.
+func look(ctx context.Context, client kubernetes.Interface, ns, release string) (status, error) {
 	pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: release})
 	if err != nil {
-		return false, "", fmt.Errorf("listing the pods of %s in %s: %w", release, ns, err)
+		return status{}, fmt.Errorf("listing the pods of %s in %s: %w", release, ns, err)
 	}
 	for _, p := range pods.Items {
 		if err := pullFailure(p); err != nil {
-			return false, "", err
+			return status{}, err
 		}
 	}
 	jobs, err := client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: release + ",app.kubernetes.io/component=broker"})
 	if err != nil {
-		return false, "", fmt.Errorf("listing the broker Job of %s in %s: %w", release, ns, err)
+		return status{}, fmt.Errorf("listing the broker Job of %s in %s: %w", release, ns, err)
 	}
 	if len(jobs.Items) != 1 {
-		return false, fmt.Sprintf("%d broker Jobs with label %s", len(jobs.Items), release), nil
+		return status{state: fmt.Sprintf("%d broker Jobs with label %s", len(jobs.Items), release)}, nil
 	}
 	job := jobs.Items[0]
 	for _, c := range job.Status.Conditions {
@@ -143,9 +159,9 @@ func look(ctx context.Context, client kubernetes.Interface, ns, release string) 
 		}
 		switch c.Type {
 		case batchv1.JobComplete:
-			return true, "Job " + job.Name + " completed", nil
+			return status{done: true, state: "Job " + job.Name + " completed"}, nil
 		case batchv1.JobFailed:
-			return false, "", fmt.Errorf("the broker Job %s/%s failed (%s): %s; kubectl logs -n %s job/%s shows the brokers' messages", ns, job.Name, c.Reason, c.Message, ns, job.Name)
+			return status{}, fmt.Errorf("the broker Job %s/%s failed (%s): %s; kubectl logs -n %s job/%s shows the brokers' messages", ns, job.Name, c.Reason, c.Message, ns, job.Name)
 		}
 	}
 	want := 1
@@ -153,25 +169,60 @@ func look(ctx context.Context, client kubernetes.Interface, ns, release string) 
 		want = int(*job.Spec.Parallelism)
 	}
 	ready, waiting := 0, []string{}
+	var stuck []corev1.Pod
 	for _, p := range pods.Items {
 		if p.Labels["batch.kubernetes.io/job-name"] != job.Name || p.DeletionTimestamp != nil {
 			continue
 		}
-		if isReady(p) {
+		switch {
+		case isReady(p):
 			ready++
-		} else {
+		case unschedulable(p) != nil:
+			stuck = append(stuck, p)
+		default:
 			waiting = append(waiting, p.Name+" "+podState(p))
 		}
 	}
-	state = fmt.Sprintf("%d of %d broker pods ready", ready, want)
+	st := status{state: fmt.Sprintf("%d of %d broker pods ready", ready, want)}
 	if ready >= want {
-		return true, state, nil
+		st.done = true
+		return st, nil
+	}
+	if len(stuck) > 0 {
+		st.unschedulable = noNodeFits(stuck, want)
+		st.state += "; " + st.unschedulable
 	}
 	if len(waiting) > 0 {
 		slices.Sort(waiting)
-		state += "; " + strings.Join(waiting, ", ")
+		if n := len(waiting); n > shownPods {
+			waiting = append(waiting[:shownPods], fmt.Sprintf("and %d more", n-shownPods))
+		}
+		st.state += "; " + strings.Join(waiting, ", ")
 	}
-	return false, state, nil
+	return st, nil
+}
+
+// unschedulable is the pod's PodScheduled condition when the scheduler found no node for it.
+func unschedulable(p corev1.Pod) *corev1.PodCondition {
+	if p.Status.Phase != corev1.PodPending {
+		return nil
+	}
+	for i, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// noNodeFits says how many broker pods no node can take, with the scheduler's reason (the
+// message of the first such pod by name: they share a template) and what to do.
+func noNodeFits(stuck []corev1.Pod, size int) string {
+	slices.SortFunc(stuck, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	c := unschedulable(stuck[0])
+	return fmt.Sprintf("%d broker pods Pending because no node fits them; the scheduler says (pod %s): %q; "+
+		"make room for %d broker pods (more or larger nodes, or fewer other pods; check nodeSelector, tolerations and resources), or resize to fewer brokers",
+		len(stuck), stuck[0].Name, strings.TrimSpace(c.Message), size)
 }
 
 // pullQPSExceeded is the kubelet's message for a pull it throttled.

@@ -152,3 +152,39 @@ func TestWaitUpCompleteFailedAndTimeout(t *testing.T) {
 		t.Errorf("timeout: %v", err)
 	}
 }
+
+// Broker pods that no node can take (the scheduler's PodScheduled=False, Unschedulable): kube
+// wait says so once on its log with the scheduler's reason, keeps waiting (nodes may yet come),
+// and its timeout error names them, the reason and the fix. Other pending pods are named, at
+// most five.
+func TestWaitSaysWhenNoNodeFits(t *testing.T) {
+	const reason = "0/11 nodes are available: 1 Too many pods, 10 node(s) didn't match Pod's node affinity/selector. preemption: 0/11 nodes are available: 11 Preemption is not helpful for scheduling."
+	objs := []runtime.Object{brokerJob(120)}
+	for i := range 120 {
+		p := brokerPod(i, i < 100, nil)
+		if i >= 110 {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: reason}}
+		}
+		objs = append(objs, p)
+	}
+	log, err := runWait(t, 300*time.Millisecond, objs...)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want a timeout: pods that do not fit yet are waited for", err)
+	}
+	for _, want := range []string{
+		"100 of 120 broker pods ready",
+		`10 broker pods Pending because no node fits them; the scheduler says (pod mc-110): "` + reason + `"`,
+		"make room for 120 broker pods", "or resize to fewer brokers",
+		"mc-100 (Pending), mc-101 (Pending), mc-102 (Pending), mc-103 (Pending), mc-104 (Pending), and 5 more",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error lacks %q:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "mc-105") || strings.Contains(err.Error(), "mc-111") {
+		t.Errorf("the error names more than five waiting pods, or an unschedulable pod as waiting:\n%v", err)
+	}
+	if n := strings.Count(log, "no node fits"); n != 1 || !strings.Contains(log, reason) {
+		t.Errorf("the log says %d times that no node fits (want once, with the scheduler's reason):\n%s", n, log)
+	}
+}

@@ -41,15 +41,6 @@ func schedulableNodes(t testing.TB) []string {
 	return names
 }
 
-func nodeReady(n corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // requireNodes skips the test on a cluster with fewer than n schedulable nodes, or fails it when
 // MINICLUSTER_REQUIRE_NODES (which .ci/run sets) asks for at least n.
 func requireNodes(t *testing.T, n int) []string {

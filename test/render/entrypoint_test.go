@@ -354,6 +354,7 @@ func TestEntrypointInteractiveLead(t *testing.T) {
 		"-Slog-stderr-level=6",
 		"-Slog-stderr-mode=local",
 		"-Sbroker.cleanup-timeout=0s",
+		"-Stbon.topo=kary:8",
 		"-Sbroker.rc3_path=trap '' HUP; flux modprobe rc3",
 		"-Sbroker.rc2_none=1"}, runs[0])
 	info, err := os.Stat(p.root + "/minicluster/run/flux")

@@ -117,10 +117,16 @@ func TestServiceAndJobWiring(t *testing.T) {
 	assert.NotContains(t, pod.Labels, "helm.sh/chart", "chart version on the pod template would make upgrades fail")
 	assert.NotContains(t, pod.Labels, "app.kubernetes.io/version")
 
-	require.NotNil(t, pod.Spec.Affinity)
-	require.NotNil(t, pod.Spec.Affinity.PodAntiAffinity)
-	assert.Len(t, pod.Spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution, 1, "soft anti-affinity by default")
-	assert.Empty(t, pod.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution)
+	// Spread across nodes by default, softly, with no pod anti-affinity (the scheduler would
+	// look at every pod in the cluster for each broker).
+	assert.Nil(t, pod.Spec.Affinity)
+	require.Len(t, pod.Spec.TopologySpreadConstraints, 1)
+	spread := pod.Spec.TopologySpreadConstraints[0]
+	assert.Equal(t, corev1.ScheduleAnyway, spread.WhenUnsatisfiable, "a preference: more brokers than nodes must still schedule")
+	assert.Equal(t, "kubernetes.io/hostname", spread.TopologyKey)
+	assert.EqualValues(t, 1, spread.MaxSkew)
+	assert.Equal(t, map[string]string{"app.kubernetes.io/name": "minicluster", "app.kubernetes.io/instance": "flux-sample", "app.kubernetes.io/component": "broker"},
+		spread.LabelSelector.MatchLabels, "the release's brokers, and only them")
 
 	assert.Equal(t, []string{"flux", "flux-view", "keys"}, containerNames(job), "the broker first (kustomizations address containers/0), the keys step beside it")
 	assert.Empty(t, pod.Spec.InitContainers, "an init container would hold the broker back until the kubelet's next relist")
@@ -401,7 +407,7 @@ func TestKeyMaterial(t *testing.T) {
 		keys := container(t, job, "keys")
 		assert.Equal(t, "ghcr.io/minicluster/flux-keygen:"+helmtest.AppVersion(), keys.Image)
 		assert.Equal(t, []string{"sidecar", "--namespace=$(POD_NAMESPACE)", "--out=/minicluster/keys", "--curve-name=flux-sample-curve",
-			"--storage=Secret", "--wait-parent", "--hosts-file=/minicluster/config/hosts", "--topology="}, keys.Args)
+			"--storage=Secret", "--wait-parent", "--hosts-file=/minicluster/config/hosts", "--topology=kary:8"}, keys.Args)
 		assert.Equal(t, corev1.StorageMediumMemory, volume(t, job, "keys").EmptyDir.Medium, "keys stay in memory")
 		// The API token reaches the keys step alone.
 		pod := job.Spec.Template.Spec
@@ -500,6 +506,17 @@ func TestUserSettingsReachThePods(t *testing.T) {
 	assert.Equal(t, "regcred", spec.ImagePullSecrets[0].Name)
 	assert.EqualValues(t, 600, *job.Spec.ActiveDeadlineSeconds)
 	assert.EqualValues(t, 60, *job.Spec.TTLSecondsAfterFinished)
+}
+
+// An affinity of the user's replaces the default spread, as it replaced the default affinity.
+func TestAffinityReplacesTheDefaultSpread(t *testing.T) {
+	objs := render(t, helmtest.Options{Set: []string{"affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key=pool",
+		"affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator=Exists"}})
+	spec := get[*batchv1.Job](t, objs, "Job", "flux-sample").Spec.Template.Spec
+	require.NotNil(t, spec.Affinity)
+	require.NotNil(t, spec.Affinity.NodeAffinity)
+	assert.Equal(t, "pool", spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0].Key)
+	assert.Empty(t, spec.TopologySpreadConstraints)
 }
 
 func TestBrokerConfigOverride(t *testing.T) {

@@ -1,14 +1,16 @@
-{{/* minicluster.defaultAffinity spreads brokers across nodes when the cluster has room (soft). */}}
-{{- define "minicluster.defaultAffinity" -}}
-podAntiAffinity:
-  preferredDuringSchedulingIgnoredDuringExecution:
-    - weight: 100
-      podAffinityTerm:
-        topologyKey: kubernetes.io/hostname
-        labelSelector:
-          matchLabels:
-            {{- include "minicluster.selectorLabels" . | nindent 12 }}
-            app.kubernetes.io/component: broker
+{{/* minicluster.defaultSpread spreads brokers across nodes when the cluster has room (soft: with more
+brokers than nodes they share them). A topology spread, not a preferred pod anti-affinity: for each
+pod that has one, the scheduler's InterPodAffinity looks at every pod in the cluster (and every
+later pod looks at the brokers), which at 10,000 brokers cost it more than all else; a spread
+constraint replaces the default spreading a Service's pods get anyway, at the same cost. */}}
+{{- define "minicluster.defaultSpread" -}}
+- maxSkew: 1
+  topologyKey: kubernetes.io/hostname
+  whenUnsatisfiable: ScheduleAnyway
+  labelSelector:
+    matchLabels:
+      {{- include "minicluster.selectorLabels" . | nindent 6 }}
+      app.kubernetes.io/component: broker
 {{- end -}}
 
 {{/* minicluster.jobSuccessPolicy is "true" for an ephemeral MiniCluster where the cluster has Job successPolicy (1.31 beta, 1.33 GA). */}}
@@ -61,12 +63,13 @@ spec:
   tolerations:
     {{- toYaml . | nindent 4 }}
   {{- end }}
+  {{- with .Values.affinity }}
   affinity:
-    {{- if .Values.affinity }}
-    {{- toYaml .Values.affinity | nindent 4 }}
-    {{- else }}
-    {{- include "minicluster.defaultAffinity" . | nindent 4 }}
-    {{- end }}
+    {{- toYaml . | nindent 4 }}
+  {{- else }}
+  topologySpreadConstraints:
+    {{- include "minicluster.defaultSpread" . | nindent 4 }}
+  {{- end }}
   {{- with .Values.podSecurityContext }}
   securityContext:
     {{- toYaml . | nindent 4 }}

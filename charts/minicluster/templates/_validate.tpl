@@ -2,6 +2,14 @@
 {{- define "minicluster.validate" -}}
 {{- $name := include "minicluster.fullname" . -}}
 {{- $size := int .Values.size -}}
+{{- /* Kubernetes caps an Indexed Job's parallelism at 100,000 (it also bounds the Job's status). */ -}}
+{{- $limit := 100000 -}}
+{{- if gt $size $limit -}}
+{{- fail (printf "size=%d is more than %d, the most pods an Indexed Job can run at once (Kubernetes' limit on its parallelism); set size to at most %d, or split the work across several MiniClusters" $size $limit $limit) -}}
+{{- end -}}
+{{- if gt (int .Values.maxSize) $limit -}}
+{{- fail (printf "maxSize=%d is more than %d, the most pods an Indexed Job can run at once (Kubernetes' limit on its parallelism), so the brokers past it could never start; set maxSize to at most %d (or 0: the larger of size and 16)" (int .Values.maxSize) $limit $limit) -}}
+{{- end -}}
 {{- $max := include "minicluster.maxSize" . | int -}}
 {{- if gt $size $max -}}
 {{- fail (printf "size=%d is larger than maxSize=%d, the number of hosts broker.toml lists; set maxSize to %d or more (on a running MiniCluster maxSize is fixed at install: uninstall and install again to grow past it)" $size $max $size) -}}

@@ -1,0 +1,170 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+)
+
+// BenchmarkKwok: the control plane's side of a MiniCluster of 1,000 brokers (BENCH_KWOK_SIZES,
+// comma-separated, for more sizes) on simulated nodes (`make kwok-up`), each step next to its
+// floor measured in the same run: a bare indexed Job of the same size with its headless Service
+// (publishNotReadyAddresses), through the same steps, done the cheapest way (the Job patched,
+// deleted). The steps: install until every pod runs and the EndpointSlices list every hostname;
+// resize to half until exactly that many run and are listed; back to full; uninstall until
+// nothing is left (pods and EndpointSlices included). Each run prints its figures; the end a
+// table of the means.
+func BenchmarkKwok(b *testing.B) {
+	for _, s := range strings.Split(envOr("BENCH_KWOK_SIZES", "1000"), ",") {
+		size, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || size < 2 {
+			b.Fatalf("BENCH_KWOK_SIZES=%q: give sizes >= 2, comma-separated", s)
+		}
+		b.Run(strconv.Itoa(size), func(b *testing.B) { benchKwok(b, size) })
+	}
+}
+
+// scaleSteps are the times of one run's steps.
+type scaleSteps struct{ install, half, full, uninstall time.Duration }
+
+func (s scaleSteps) plus(o scaleSteps) scaleSteps {
+	return scaleSteps{s.install + o.install, s.half + o.half, s.full + o.full, s.uninstall + o.uninstall}
+}
+
+func (s scaleSteps) list() []time.Duration {
+	return []time.Duration{s.install, s.half, s.full, s.uninstall}
+}
+
+func benchKwok(b *testing.B, size int) {
+	requireCapacity(b, size)
+	values := kwokValues(b)
+	within := time.Duration(size/10+120) * time.Second
+	var floor, chart scaleSteps
+	var helmReturned time.Duration
+	runs := 0
+	for b.Loop() {
+		runs++
+		f := floorSteps(b, size, within)
+		c, returned := chartSteps(b, size, within, values)
+		fmt.Printf("%s: run %d: floor %s; chart %s; helm install returned after %.2f\n", b.Name(), runs, f, c, returned.Seconds())
+		floor, chart, helmReturned = floor.plus(f), chart.plus(c), helmReturned+returned
+	}
+	mean := func(d time.Duration) float64 { return d.Seconds() / float64(runs) }
+	names := []string{"install → all Running and listed", fmt.Sprintf("resize %d → %d", size, size/2), fmt.Sprintf("resize %d → %d", size/2, size), "uninstall → nothing left"}
+	fmt.Printf("%s: means of %d runs, seconds\n| step | floor | chart | chart − floor |\n|---|---|---|---|\n", b.Name(), runs)
+	for i, name := range names {
+		fl, ch := mean(floor.list()[i]), mean(chart.list()[i])
+		fmt.Printf("| %s | %.1f | %.1f | %+.1f |\n", name, fl, ch, ch-fl)
+	}
+	fmt.Printf("| (of which `helm install` returns) | | %.2f | |\n", mean(helmReturned))
+	units := []string{"install", "resize-half", "resize-full", "uninstall"}
+	for i, u := range units {
+		b.ReportMetric(mean(floor.list()[i]), "s/floor-"+u)
+		b.ReportMetric(mean(chart.list()[i]), "s/chart-"+u)
+	}
+}
+
+func (s scaleSteps) String() string {
+	return fmt.Sprintf("install %.1f, half %.1f, full %.1f, uninstall %.1f", s.install.Seconds(), s.half.Seconds(), s.full.Seconds(), s.uninstall.Seconds())
+}
+
+// floorSteps takes a bare indexed Job and its headless Service through the steps.
+func floorSteps(b *testing.B, size int, within time.Duration) scaleSteps {
+	ctx := context.Background()
+	ns := newNamespace(b, "kwok-floor")
+	v := watchNamespace(b, ns)
+	const name = "floor"
+	var s scaleSteps
+	start := time.Now()
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, PublishNotReadyAddresses: true,
+			Selector: map[string]string{"job-name": name}},
+	}
+	if _, err := kube.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	job := indexedJob(name, size, corev1.PodSpec{
+		Subdomain:    name,
+		NodeSelector: map[string]string{kwokLabel: "true"},
+		Tolerations:  []corev1.Toleration{kwokToleration},
+		Containers:   []corev1.Container{{Name: "floor", Image: testsImage}},
+	})
+	if _, err := kube.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	eventuallyFast(b, within, "floor: all running and listed", func() (bool, string) { return v.ready(name, name, size) })
+	s.install = time.Since(start)
+	for i, n := range []int{size / 2, size} {
+		start = time.Now()
+		patch := fmt.Sprintf(`{"spec":{"completions":%d,"parallelism":%d}}`, n, n)
+		if _, err := kube.BatchV1().Jobs(ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		eventuallyFast(b, within, fmt.Sprintf("floor: exactly %d running and listed", n), func() (bool, string) { return v.ready(name, name, n) })
+		if i == 0 {
+			s.half = time.Since(start)
+		} else {
+			s.full = time.Since(start)
+		}
+	}
+	start = time.Now()
+	// As Helm deletes a release's Job and Service.
+	if err := kube.BatchV1().Jobs(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
+		b.Fatal(err)
+	}
+	if err := kube.CoreV1().Services(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	eventuallyFast(b, within, "floor: nothing left", func() (bool, string) { return v.gone(name, name) })
+	s.uninstall = time.Since(start)
+	deleteNamespace(b, ns)
+	return s
+}
+
+// chartSteps takes a MiniCluster through the steps with helm.
+func chartSteps(b *testing.B, size int, within time.Duration, values string) (scaleSteps, time.Duration) {
+	ns := newNamespace(b, "kwok-chart")
+	v := watchNamespace(b, ns)
+	r := newRelease(b, ns, "flux-sample", helm4)
+	var s scaleSteps
+	start := time.Now()
+	r.install("-f", values, "--set", fmt.Sprintf("size=%d", size))
+	returned := time.Since(start)
+	eventuallyFast(b, within, "chart: all running and listed", func() (bool, string) { return v.ready(r.name, r.name, size) })
+	s.install = time.Since(start)
+	for i, n := range []int{size / 2, size} {
+		start = time.Now()
+		if _, err := r.upgrade("--set", fmt.Sprintf("size=%d", n)); err != nil {
+			b.Fatal(err)
+		}
+		eventuallyFast(b, within, fmt.Sprintf("chart: exactly %d running and listed", n), func() (bool, string) { return v.ready(r.name, r.name, n) })
+		if i == 0 {
+			s.half = time.Since(start)
+		} else {
+			s.full = time.Since(start)
+		}
+	}
+	start = time.Now()
+	r.uninstall()
+	eventuallyFast(b, within, "chart: nothing left", func() (bool, string) {
+		if ok, why := v.gone(r.name, r.name); !ok {
+			return false, why
+		}
+		left, err := leftovers(ns, r.name)
+		return err == nil && len(left) == 0, fmt.Sprintf("left: %v %v", left, err)
+	})
+	s.uninstall = time.Since(start)
+	deleteNamespace(b, ns)
+	return s, returned
+}
