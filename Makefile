@@ -33,10 +33,10 @@ build: ## flux-keygen, minicluster-postrender and its Helm 4 plugin into ./bin
 tools: $(HELM3) $(HELM4) ## the helm v3 and v4 CLIs, built from the Go module proxy
 
 $(HELM3):
-	GOBIN=$(dir $(HELM3)) go install helm.sh/helm/v3/cmd/helm@$(HELM3_VERSION)
+	GOBIN=$(dir $(HELM3)) bash ci/lib/progress.sh "tools: helm $(HELM3_VERSION)" $(BIN)/logs/helm3.log go install helm.sh/helm/v3/cmd/helm@$(HELM3_VERSION)
 
 $(HELM4):
-	GOBIN=$(dir $(HELM4)) go install helm.sh/helm/v4/cmd/helm@$(HELM4_VERSION)
+	GOBIN=$(dir $(HELM4)) bash ci/lib/progress.sh "tools: helm $(HELM4_VERSION)" $(BIN)/logs/helm4.log go install helm.sh/helm/v4/cmd/helm@$(HELM4_VERSION)
 
 flux: ## real flux-core from source, laid out like the flux-view images (cached; root)
 	bash ci/flux/build.sh

@@ -31,11 +31,17 @@ LEAD="$SEL,batch.kubernetes.io/job-completion-index=0"
 
 T0=$(date +%s%N)
 now() { local ds=$((($(date +%s%N) - T0) / 100000000)); echo "$((ds / 10)).$((ds % 10))s"; }
-step() { printf '\n==== [%s] %s\n' "$(now)" "$*"; }
+# step NAME: a new step; the end of the demo lists how long each took.
+steps=() step_starts=()
+step() {
+	printf '\n==== [%s] %s\n' "$(now)" "$*"
+	steps+=("$1") step_starts+=("$(date +%s%N)")
+}
 say() { printf '     %s\n' "$*"; }
 
 step "build: helm v3 and v4, flux-keygen, minicluster-postrender, flux-core from source, the container images"
-make --no-print-directory tools build images >/dev/null
+# -s: only what the steps say (each long one says what it builds, every 30 s, and how long it took).
+make -s --no-print-directory tools build images
 say "bin/tools/helm{3,4}/helm, bin/flux-keygen, bin/minicluster-postrender, bin/images/*.tar"
 
 step "cluster"
@@ -133,3 +139,9 @@ until nothing_left; do sleep 0.1; done
 say "nothing of $RELEASE is left after $((($(date +%s%N) - start) / 1000000)) ms (Jobs, Pods, Services, ConfigMaps, Secrets incl. the certificate, ServiceAccounts, Roles, RoleBindings)"
 "$KUBECTL" delete namespace "$NS" --wait=false >/dev/null
 step "done"
+say "where the time went:"
+for ((i = 0; i + 1 < ${#steps[@]}; i++)); do
+	ds=$(((step_starts[i + 1] - step_starts[i]) / 100000000))
+	printf '     %6s  %s\n' "$((ds / 10)).$((ds % 10))s" "${steps[i]:0:90}"
+done
+say "in all: $(now)"

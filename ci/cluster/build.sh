@@ -12,6 +12,7 @@
 # newer etcd, gRPC and OpenTelemetry requirements would otherwise raise the versions the
 # Kubernetes binaries were released with.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/progress.sh"
 
 K8S_VERSION=${K8S_VERSION:-v1.36.3}
 COREDNS_VERSION=${COREDNS_VERSION:-v1.15.0}
@@ -64,14 +65,15 @@ if ((${#missing[@]} > 0)); then
 		for c in "${K8S_COMMANDS[@]}"; do printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' "$c"; done
 		printf ')\n'
 	} >tools.go
-	go mod tidy
+	progress "build: go mod tidy (Kubernetes)" "$WORK/logs/k8s-tidy.log" go mod tidy
 	# Without the version stamped in, the binaries report v0.0.0-master+$Format:%H$, which
 	# kubectl and Helm cannot parse.
 	ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor"
 	pkgs=()
 	for c in "${missing[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
 	rm -rf "$BIN/.tmp" && mkdir -p "$BIN/.tmp"
-	CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$BIN/.tmp/" "${pkgs[@]}"
+	CGO_ENABLED=0 progress "build: go build ${missing[*]}" "$WORK/logs/k8s-build.log" \
+		go build -trimpath -ldflags "$ldflags" -o "$BIN/.tmp/" "${pkgs[@]}"
 	mv "$BIN/.tmp/"* "$BIN/" && rmdir "$BIN/.tmp"
 	"$BIN/kube-apiserver" --version
 	echo "build: Kubernetes binaries ready after $(($(date +%s) - start))s"
@@ -90,8 +92,8 @@ if $need_coredns; then
 		for p in "${COREDNS_PLUGINS[@]}"; do printf '\t_ "github.com/coredns/coredns/plugin/%s"\n' "$p"; done
 		printf ')\n\nfunc main() { coremain.Run() }\n'
 	} >main.go
-	go mod tidy
-	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$BIN/coredns.tmp" .
+	progress "build: go mod tidy (CoreDNS)" "$WORK/logs/coredns-tidy.log" go mod tidy
+	CGO_ENABLED=0 progress "build: go build coredns" "$WORK/logs/coredns-build.log" go build -trimpath -ldflags "-s -w" -o "$BIN/coredns.tmp" .
 	mv "$BIN/coredns.tmp" "$BIN/coredns"
 	touch "$COREDNS_STAMP"
 	"$BIN/coredns" -version | sed -n 1p
@@ -102,7 +104,8 @@ if $need_containerd; then
 	for c in "${CONTAINERD_COMMANDS[@]}"; do pkgs+=("github.com/containerd/containerd/v2/cmd/$c@$CONTAINERD_VERSION"); done
 	# Static, without the snapshotters that need cgo libraries; the cluster uses overlayfs.
 	rm -rf "$BIN/.tmp" && mkdir -p "$BIN/.tmp"
-	GOBIN=$BIN/.tmp CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" -tags "no_btrfs no_zfs no_devmapper" "${pkgs[@]}"
+	GOBIN=$BIN/.tmp CGO_ENABLED=0 progress "build: go install containerd" "$WORK/logs/containerd-build.log" \
+		go install -trimpath -ldflags "-s -w" -tags "no_btrfs no_zfs no_devmapper" "${pkgs[@]}"
 	mv "$BIN/.tmp/"* "$BIN/" && rmdir "$BIN/.tmp"
 	touch "$CONTAINERD_STAMP"
 	"$BIN/containerd" --version

@@ -10,6 +10,7 @@
 # Idempotent: when the cluster already runs it says so and exits 0. `make cluster-down` stops it.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/progress.sh"
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
 NODES=${NODES:-1}
@@ -85,9 +86,8 @@ ln -sfn "$CLUSTER_BIN" "$CLUSTER_DIR/bin"
 rm -rf "$LOG_DIR"
 mkdir -p "$LOG_DIR" "$PID_DIR"
 if [[ -f $REPO/ci/images/main.go ]]; then
-	say "images: go run ./ci/images --out bin/images"
-	if ! (cd "$REPO" && go run ./ci/images --out "$REPO/bin/images" --version "${VERSION:-$(<"$REPO/VERSION")}") >"$LOG_DIR/images.log" 2>&1; then
-		tail -20 "$LOG_DIR/images.log" >&2
+	if ! (cd "$REPO" && progress "images: go run ./ci/images --out bin/images" "$LOG_DIR/images.log" \
+		go run ./ci/images --out "$REPO/bin/images" --version "${VERSION:-$(<"$REPO/VERSION")}"); then
 		# The cluster itself only needs the pause image; the tests rebuild and reload theirs.
 		[[ -f $REPO/bin/images/pause.tar ]] || die "building the images failed (log: $LOG_DIR/images.log)"
 		say "cluster: WARNING: building the images failed (log: $LOG_DIR/images.log); importing the existing bin/images/*.tar" >&2

@@ -28,6 +28,7 @@
 # after a failure starts again at the step that failed (markers in work/).
 # At the end of a fresh build it runs ci/flux/check.sh on the outputs.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/progress.sh"
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -241,7 +242,7 @@ if [[ ! -f $cache/done ]]; then
 		# shellcheck source=/dev/null
 		. "$build/root/layout.env"
 		# shellcheck disable=SC2016 # expanded by the shell in the chroot
-		in_build /bin/bash -c '
+		progress "flux: flux-core configure, make, install" "$build/core.log" in_build /bin/bash -c '
 			set -euo pipefail
 			cd /root/src
 			FLUX_VERSION="$1" ./autogen.sh >/dev/null
@@ -268,7 +269,7 @@ if [[ ! -f $cache/done ]]; then
 		tar -C "$build/root/sched" --strip-components=1 -xzf "$sched_src"
 		mount_chroot "$build"
 		# shellcheck disable=SC2016 # expanded by the shell in the chroot
-		in_build /bin/bash -c '
+		progress "flux: Fluxion cmake, make, install" "$build/sched.log" in_build /bin/bash -c '
 			set -euo pipefail
 			mkdir -p /root/sched/build && cd /root/sched/build
 			PKG_CONFIG_PATH="$1/lib/pkgconfig" cmake .. -DCMAKE_INSTALL_PREFIX="$2" \
@@ -304,7 +305,7 @@ if [[ ! -f $cache/done ]]; then
 		fi
 		mount_chroot "$build"
 		# shellcheck disable=SC2016 # expanded by the shell in the chroot
-		in_build /bin/bash -c '
+		progress "flux: flux-pmix autogen, configure, make, install" "$build/pmix.log" in_build /bin/bash -c '
 			set -euo pipefail
 			cd /root/pmix
 			./autogen.sh >autogen.log 2>&1 || { tail -40 autogen.log; exit 1; }
@@ -340,7 +341,7 @@ if ! mpi_current; then
 	mkdir -p "$mpi/root/mpi"
 	cp "$here"/mpi/*.c "$mpi/root/mpi/"
 	# shellcheck disable=SC2016 # expanded by the shell in the chroot
-	in_root "$mpi" /bin/bash -c '
+	progress "mpi: the MPI root filesystem" "$cache/mpi-build.log" in_root "$mpi" /bin/bash -c '
 		set -euo pipefail
 		apt-get update -qq
 		apt-get install -y -qq --no-install-recommends libmpich12 openmpi-bin libopenmpi3 lammps \
