@@ -86,14 +86,7 @@ func floorSteps(b *testing.B, size int, within time.Duration) scaleSteps {
 	const name = "floor"
 	var s scaleSteps
 	start := time.Now()
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, PublishNotReadyAddresses: true,
-			Selector: map[string]string{"job-name": name}},
-	}
-	if _, err := kube.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-		b.Fatal(err)
-	}
+	createFloorService(b, ns, name)
 	job := indexedJob(name, size, corev1.PodSpec{
 		Subdomain:    name,
 		NodeSelector: map[string]string{kwokLabel: "true"},

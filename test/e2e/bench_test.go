@@ -342,17 +342,23 @@ func markTimes(ns, pod string, marks ...string) ([]time.Time, error) {
 	return at, nil
 }
 
-// createFloor creates a headless Service and an indexed Job of pods that only wait.
-func createFloor(b *testing.B, ns, name string, size int) {
-	ctx := context.Background()
+// createFloorService creates the floor's headless Service, as the chart's: it publishes every
+// pod of the Job name, ready or not.
+func createFloorService(b *testing.B, ns, name string) {
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, PublishNotReadyAddresses: true,
 			Selector: map[string]string{"job-name": name}},
 	}
-	if _, err := kube.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+	if _, err := kube.CoreV1().Services(ns).Create(context.Background(), svc, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// createFloor creates a headless Service and an indexed Job of pods that only wait.
+func createFloor(b *testing.B, ns, name string, size int) {
+	ctx := context.Background()
+	createFloorService(b, ns, name)
 	job := indexedJob(name, size, corev1.PodSpec{
 		Subdomain:                     name,
 		TerminationGracePeriodSeconds: ptr.To(int64(1)),
