@@ -5,6 +5,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -34,6 +35,8 @@ func newTyped(apiVersion, kind string) (runtime.Object, error) {
 		return &corev1.Pod{}, nil
 	case "batch/v1/Job":
 		return &batchv1.Job{}, nil
+	case "policy/v1/PodDisruptionBudget":
+		return &policyv1.PodDisruptionBudget{}, nil
 	case "rbac.authorization.k8s.io/v1/Role":
 		return &rbacv1.Role{}, nil
 	case "rbac.authorization.k8s.io/v1/RoleBinding":

@@ -369,6 +369,7 @@ func leftovers(ns, release string) ([]string, error) {
 		{"ServiceAccount", func() (runtime.Object, error) { return c.ServiceAccounts(ns).List(ctx, all) }},
 		{"Role", func() (runtime.Object, error) { return rbac.Roles(ns).List(ctx, all) }},
 		{"RoleBinding", func() (runtime.Object, error) { return rbac.RoleBindings(ns).List(ctx, all) }},
+		{"PodDisruptionBudget", func() (runtime.Object, error) { return kube.PolicyV1().PodDisruptionBudgets(ns).List(ctx, all) }},
 	}
 	names := []string{release, release + "-keygen", release + "-broker", release + "-entrypoint", release + "-curve", release + "-munge", release + "-test-wiring"}
 	found := make([][]string, len(lists))

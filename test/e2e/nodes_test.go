@@ -17,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -125,6 +126,7 @@ func TestNodes(t *testing.T) {
 	t.Run("drain/interactive", testDrainInteractive)
 	t.Run("drain/ephemeral-lead", testDrainEphemeralLead)
 	t.Run("node-lost/interactive", testNodeLost)
+	t.Run("drain/budget", testDrainBudget)
 }
 
 // testSpread: a MiniCluster of 6 on 3 nodes has brokers on all 3 (the chart's soft
@@ -349,5 +351,39 @@ func testNodeLost(t *testing.T) {
 	}
 	checkFluxRun(t, ns, r.name, pods)
 	checkJobRunning(t, r)
+	r.uninstallToNothing()
+}
+
+// testDrainBudget: with maxUnavailable=0 (a PodDisruptionBudget), a drain cannot take a broker of
+// the running instance: the Eviction API refuses (429) and the instance stays whole with the same
+// lead; uninstall removes the budget with the rest.
+func testDrainBudget(t *testing.T) {
+	requireNodes(t, 2)
+	ns := newNamespace(t, "budget")
+	r := newRelease(t, ns, "flux-sample", helm3)
+	r.install("--set", "size=4,maxUnavailable=0")
+	pods := waitFluxUp(t, ns, r.name, 4, 16, wiringTimeout)
+	ctx := context.Background()
+	// The disruption controller fills in what the budget allows once it has seen the pods.
+	eventually(t, time.Minute, "the budget counts 4 healthy brokers", func() (bool, string) {
+		pdb, err := kube.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, r.name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return pdb.Status.CurrentHealthy == 4 && pdb.Status.ObservedGeneration == pdb.Generation, fmt.Sprintf("%+v", pdb.Status)
+	})
+	for _, i := range []int{0, 1} {
+		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pods[i].Name, Namespace: ns}}
+		err := kube.PolicyV1().Evictions(ns).Evict(ctx, ev)
+		if !apierrors.IsTooManyRequests(err) {
+			t.Errorf("evicting broker %d with maxUnavailable=0: %v, want 429 (the budget refuses)", i, err)
+		}
+	}
+	now := waitFluxUp(t, ns, r.name, 4, 16, wiringTimeout)
+	for i := range 4 {
+		if now[i].UID != pods[i].UID {
+			t.Errorf("broker %d was replaced (%s -> %s) although the budget refused its eviction", i, pods[i].Name, now[i].Name)
+		}
+	}
 	r.uninstallToNothing()
 }

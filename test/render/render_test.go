@@ -19,6 +19,9 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/minicluster/minicluster/internal/helmtest"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -580,4 +583,23 @@ nc() {
 		require.Error(t, err, "a lead that does not answer as a CURVE server must fail helm test (%s)", server)
 		assert.Contains(t, out, "FAIL: no ZeroMQ CURVE greeting from the lead broker at mc-0.mc.team.svc.cluster.local:9000")
 	}
+}
+
+// maxUnavailable: no PodDisruptionBudget by default; with a value, one that selects exactly the
+// broker pods (not the keygen Job's or the helm test pod) and allows that many evictions.
+func TestDisruptionBudget(t *testing.T) {
+	for _, o := range render(t, helmtest.Options{}) {
+		assert.NotEqual(t, "PodDisruptionBudget", o.Kind, "no budget unless maxUnavailable is set")
+	}
+	objs := render(t, helmtest.Options{Set: []string{"maxUnavailable=0"}})
+	pdb := get[*policyv1.PodDisruptionBudget](t, objs, "PodDisruptionBudget", "flux-sample")
+	require.NotNil(t, pdb.Spec.MaxUnavailable)
+	assert.Equal(t, 0, pdb.Spec.MaxUnavailable.IntValue())
+	assert.Nil(t, pdb.Spec.MinAvailable)
+	selector, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+	require.NoError(t, err)
+	job := get[*batchv1.Job](t, objs, "Job", "flux-sample")
+	assert.True(t, selector.Matches(labels.Set(job.Spec.Template.Labels)), "the budget must select the broker pods")
+	keygen := get[*batchv1.Job](t, objs, "Job", "flux-sample-keygen")
+	assert.False(t, selector.Matches(labels.Set(keygen.Spec.Template.Labels)), "the keygen Job's pod is not a broker")
 }
