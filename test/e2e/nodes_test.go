@@ -356,7 +356,7 @@ func testNodeLost(t *testing.T) {
 
 // testDrainBudget: with maxUnavailable=0 (a PodDisruptionBudget), a drain cannot take a broker of
 // the running instance: the Eviction API refuses (429) and the instance stays whole with the same
-// lead; uninstall removes the budget with the rest.
+// lead; a resize moves the budget to the new size; uninstall removes it with the rest.
 func testDrainBudget(t *testing.T) {
 	requireNodes(t, 2)
 	ns := newNamespace(t, "budget")
@@ -370,7 +370,7 @@ func testDrainBudget(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		return pdb.Status.CurrentHealthy == 4 && pdb.Status.ObservedGeneration == pdb.Generation, fmt.Sprintf("%+v", pdb.Status)
+		return pdb.Status.CurrentHealthy == 4 && pdb.Status.DesiredHealthy == 4 && pdb.Status.ObservedGeneration == pdb.Generation, fmt.Sprintf("%+v", pdb.Status)
 	})
 	for _, i := range []int{0, 1} {
 		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pods[i].Name, Namespace: ns}}
@@ -384,6 +384,14 @@ func testDrainBudget(t *testing.T) {
 		if now[i].UID != pods[i].UID {
 			t.Errorf("broker %d was replaced (%s -> %s) although the budget refused its eviction", i, pods[i].Name, now[i].Name)
 		}
+	}
+	// A resize renders the budget again for the new size.
+	if _, err := r.upgrade("--reuse-values", "--set", "size=6"); err != nil {
+		t.Fatal(err)
+	}
+	waitFluxUp(t, ns, r.name, 6, 16, wiringTimeout)
+	if pdb, err := kube.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, r.name, metav1.GetOptions{}); err != nil || pdb.Spec.MinAvailable.IntValue() != 6 {
+		t.Errorf("after the resize to 6 the budget keeps %v brokers (%v), want 6", pdb.Spec.MinAvailable, err)
 	}
 	r.uninstallToNothing()
 }

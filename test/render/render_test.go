@@ -591,11 +591,18 @@ func TestDisruptionBudget(t *testing.T) {
 	for _, o := range render(t, helmtest.Options{}) {
 		assert.NotEqual(t, "PodDisruptionBudget", o.Kind, "no budget unless maxUnavailable is set")
 	}
+	// A Job has no scale subresource, so the budget is a number of brokers that must stay.
+	for _, c := range []struct {
+		set          string
+		minAvailable int
+	}{{"size=6,maxUnavailable=0", 6}, {"size=6,maxUnavailable=2", 4}, {"size=2,maxUnavailable=5", 0}} {
+		pdb := get[*policyv1.PodDisruptionBudget](t, render(t, helmtest.Options{Set: []string{c.set}}), "PodDisruptionBudget", "flux-sample")
+		require.NotNil(t, pdb.Spec.MinAvailable, c.set)
+		assert.Equal(t, c.minAvailable, pdb.Spec.MinAvailable.IntValue(), c.set)
+		assert.Nil(t, pdb.Spec.MaxUnavailable, "the disruption controller cannot read a Job's scale for maxUnavailable")
+	}
 	objs := render(t, helmtest.Options{Set: []string{"maxUnavailable=0"}})
 	pdb := get[*policyv1.PodDisruptionBudget](t, objs, "PodDisruptionBudget", "flux-sample")
-	require.NotNil(t, pdb.Spec.MaxUnavailable)
-	assert.Equal(t, 0, pdb.Spec.MaxUnavailable.IntValue())
-	assert.Nil(t, pdb.Spec.MinAvailable)
 	selector, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
 	require.NoError(t, err)
 	job := get[*batchv1.Job](t, objs, "Job", "flux-sample")
