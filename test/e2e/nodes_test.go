@@ -126,6 +126,7 @@ func TestNodes(t *testing.T) {
 	t.Run("drain/interactive", testDrainInteractive)
 	t.Run("drain/ephemeral-lead", testDrainEphemeralLead)
 	t.Run("node-lost/interactive", testNodeLost)
+	t.Run("node-lost/ephemeral", testNodeLostEphemeral)
 	t.Run("drain/budget", testDrainBudget)
 }
 
@@ -393,5 +394,54 @@ func testDrainBudget(t *testing.T) {
 	if pdb, err := kube.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, r.name, metav1.GetOptions{}); err != nil || pdb.Spec.MinAvailable.IntValue() != 6 {
 		t.Errorf("after the resize to 6 the budget keeps %v brokers (%v), want 6", pdb.Spec.MinAvailable, err)
 	}
+	r.uninstallToNothing()
+}
+
+// testNodeLostEphemeral: the node of an ephemeral MiniCluster's lead dies while its command runs
+// (a worker's node when the lead is on the first node, which node.sh cannot stop). Nothing is
+// reported a success on the way: the Job keeps running while the node is NotReady; after the
+// out-of-service taint a lost lead is replaced and runs the command again with every broker,
+// and the Job completes with the command's whole output.
+func testNodeLostEphemeral(t *testing.T) {
+	requireNodes(t, 3)
+	ns := newNamespace(t, "node-lost-eph")
+	r := newRelease(t, ns, "flux-sample", helm3)
+	tolerate := `tolerations[%d].key=node.kubernetes.io/%s,tolerations[%d].operator=Exists,tolerations[%d].effect=NoExecute,tolerations[%d].tolerationSeconds=5`
+	r.install("--set", "size=6",
+		"--set", fmt.Sprintf(tolerate, 0, "unreachable", 0, 0, 0),
+		"--set", fmt.Sprintf(tolerate, 1, "not-ready", 1, 1, 1),
+		"--set-string", "command=flux run -N 6 hostname && echo run-done-$(flux getattr broker.starttime) && sleep 45")
+	pods := waitFluxUp(t, ns, r.name, 6, 16, wiringTimeout)
+	node := pods[0].Spec.NodeName
+	if localNode(node) == 0 {
+		for n := range nodesOf(pods) {
+			if localNode(n) > 0 {
+				node = n
+				break
+			}
+		}
+	}
+	k := localNode(node)
+	if k == 0 {
+		t.Skipf("no broker on a node node.sh can stop: %v", nodesOf(pods))
+	}
+	leadLost := node == pods[0].Spec.NodeName
+	start := time.Now()
+	nodeScript(t, "stop", k)
+	t.Cleanup(func() {
+		nodeScript(t, "start", k)
+		setOutOfService(t, node, false)
+		waitNodeReady(t, node, true, 2*time.Minute)
+	})
+	waitNodeReady(t, node, false, 2*time.Minute)
+	checkJobRunning(t, r)
+	setOutOfService(t, node, true)
+	waitJobComplete(t, r, 4*time.Minute)
+	t.Logf("node %s (lead on it: %t) stopped: Job complete %.1fs later", node, leadLost, time.Since(start).Seconds())
+	log := leadLog(t, r)
+	if !strings.Contains(log, "run-done-") {
+		t.Errorf("the lead that completed did not run the command to its end:\n%s", log)
+	}
+	checkLeadPrintedHostnames(t, r, 6)
 	r.uninstallToNothing()
 }
