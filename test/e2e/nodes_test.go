@@ -106,6 +106,23 @@ func drain(t *testing.T, ns, node string) {
 	}
 }
 
+// installUp installs a MiniCluster of size in a new namespace (args: more helm arguments) and
+// waits until Flux has every broker up.
+func installUp(t *testing.T, prefix, helm string, size int, args ...string) (*release, map[int]corev1.Pod) {
+	t.Helper()
+	ns := newNamespace(t, prefix)
+	r := newRelease(t, ns, "flux-sample", helm)
+	r.install(append([]string{"--set", fmt.Sprintf("size=%d", size)}, args...)...)
+	return r, waitFluxUp(t, ns, r.name, size, 16, wiringTimeout)
+}
+
+// shortTolerations: the brokers tolerate an unreachable or not-ready node for 5 s (300 s by
+// default), so that a dead node's pods are deleted soon.
+var shortTolerations = []string{
+	"--set", "tolerations[0].key=node.kubernetes.io/unreachable,tolerations[0].operator=Exists,tolerations[0].effect=NoExecute,tolerations[0].tolerationSeconds=5",
+	"--set", "tolerations[1].key=node.kubernetes.io/not-ready,tolerations[1].operator=Exists,tolerations[1].effect=NoExecute,tolerations[1].tolerationSeconds=5",
+}
+
 // checkOffNode: no broker runs on node.
 func checkOffNode(t *testing.T, pods map[int]corev1.Pod, node string) {
 	t.Helper()
@@ -135,10 +152,8 @@ func TestNodes(t *testing.T) {
 // MPICH's ranks on 6 pods pass their ring and allreduce across the nodes.
 func testSpread(t *testing.T, values string) {
 	nodes := requireNodes(t, 3)
-	ns := newNamespace(t, "spread")
-	r := newRelease(t, ns, "flux-sample", helm4)
-	r.install("--set", "size=6,"+values)
-	pods := waitFluxUp(t, ns, r.name, 6, 16, wiringTimeout)
+	r, pods := installUp(t, "spread", helm4, 6, "--set", values)
+	ns := r.ns
 	if on := nodesOf(pods); len(on) != len(nodes) {
 		t.Errorf("brokers by node: %v; want brokers on each of the %d nodes %v", on, len(nodes), nodes)
 	}
@@ -159,10 +174,8 @@ func testSpread(t *testing.T, values string) {
 // every worker rejoins it, the Job keeps running.
 func testDrainInteractive(t *testing.T) {
 	requireNodes(t, 3)
-	ns := newNamespace(t, "drain")
-	r := newRelease(t, ns, "flux-sample", helm3)
-	r.install("--set", "size=6")
-	pods := waitFluxUp(t, ns, r.name, 6, 16, wiringTimeout)
+	r, pods := installUp(t, "drain", helm3, 6)
+	ns := r.ns
 	leadNode := pods[0].Spec.NodeName
 	var workerNode string
 	for node := range nodesOf(pods) {
@@ -209,10 +222,8 @@ func testDrainInteractive(t *testing.T) {
 // again with every broker, and only then does the Job complete.
 func testDrainEphemeralLead(t *testing.T) {
 	requireNodes(t, 3)
-	ns := newNamespace(t, "drain-eph")
-	r := newRelease(t, ns, "flux-sample", helm4)
-	r.install("--set", "size=6", "--set-string", "command=flux run -N 6 hostname && echo run-done-$(flux getattr broker.starttime) && sleep 20")
-	pods := waitFluxUp(t, ns, r.name, 6, 16, wiringTimeout)
+	r, pods := installUp(t, "drain-eph", helm4, 6, "--set-string", "command=flux run -N 6 hostname && echo run-done-$(flux getattr broker.starttime) && sleep 20")
+	ns := r.ns
 	leadNode := pods[0].Spec.NodeName
 	drain(t, ns, leadNode)
 	checkJobRunning(t, r)
@@ -296,13 +307,8 @@ func setOutOfService(t *testing.T, node string, on bool) {
 // Job replaces them on the other nodes and they rejoin the same lead. Then the node comes back.
 func testNodeLost(t *testing.T) {
 	requireNodes(t, 3)
-	ns := newNamespace(t, "node-lost")
-	r := newRelease(t, ns, "flux-sample", helm4)
-	tolerate := `tolerations[%d].key=node.kubernetes.io/%s,tolerations[%d].operator=Exists,tolerations[%d].effect=NoExecute,tolerations[%d].tolerationSeconds=5`
-	r.install("--set", "size=6",
-		"--set", fmt.Sprintf(tolerate, 0, "unreachable", 0, 0, 0),
-		"--set", fmt.Sprintf(tolerate, 1, "not-ready", 1, 1, 1))
-	pods := waitFluxUp(t, ns, r.name, 6, 16, wiringTimeout)
+	r, pods := installUp(t, "node-lost", helm4, 6, shortTolerations...)
+	ns := r.ns
 	lead := pods[0]
 	var node string
 	for n := range nodesOf(pods) {
@@ -360,10 +366,8 @@ func testNodeLost(t *testing.T) {
 // lead; a resize moves the budget to the new size; uninstall removes it with the rest.
 func testDrainBudget(t *testing.T) {
 	requireNodes(t, 2)
-	ns := newNamespace(t, "budget")
-	r := newRelease(t, ns, "flux-sample", helm3)
-	r.install("--set", "size=4,maxUnavailable=0")
-	pods := waitFluxUp(t, ns, r.name, 4, 16, wiringTimeout)
+	r, pods := installUp(t, "budget", helm3, 4, "--set", "maxUnavailable=0")
+	ns := r.ns
 	ctx := context.Background()
 	// The disruption controller fills in what the budget allows once it has seen the pods.
 	eventually(t, time.Minute, "the budget counts 4 healthy brokers", func() (bool, string) {
@@ -404,14 +408,8 @@ func testDrainBudget(t *testing.T) {
 // and the Job completes with the command's whole output.
 func testNodeLostEphemeral(t *testing.T) {
 	requireNodes(t, 3)
-	ns := newNamespace(t, "node-lost-eph")
-	r := newRelease(t, ns, "flux-sample", helm3)
-	tolerate := `tolerations[%d].key=node.kubernetes.io/%s,tolerations[%d].operator=Exists,tolerations[%d].effect=NoExecute,tolerations[%d].tolerationSeconds=5`
-	r.install("--set", "size=6",
-		"--set", fmt.Sprintf(tolerate, 0, "unreachable", 0, 0, 0),
-		"--set", fmt.Sprintf(tolerate, 1, "not-ready", 1, 1, 1),
-		"--set-string", "command=flux run -N 6 hostname && echo run-done-$(flux getattr broker.starttime) && sleep 45")
-	pods := waitFluxUp(t, ns, r.name, 6, 16, wiringTimeout)
+	r, pods := installUp(t, "node-lost-eph", helm3, 6, slices.Concat(shortTolerations,
+		[]string{"--set-string", "command=flux run -N 6 hostname && echo run-done-$(flux getattr broker.starttime) && sleep 45"})...)
 	node := pods[0].Spec.NodeName
 	if localNode(node) == 0 {
 		for n := range nodesOf(pods) {
