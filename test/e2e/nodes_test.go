@@ -278,6 +278,19 @@ func waitNodeReady(t *testing.T, node string, want bool, within time.Duration) {
 	})
 }
 
+// restartNode starts a stopped node again, takes the out-of-service taint off and waits until
+// new pods may go there (Ready, and the not-ready and unreachable taints gone), so that the next
+// test finds every node.
+func restartNode(t *testing.T, node string, k int) {
+	t.Helper()
+	nodeScript(t, "start", k)
+	setOutOfService(t, node, false)
+	eventually(t, 3*time.Minute, "node "+node+" schedulable again", func() (bool, string) {
+		nodes := schedulableNodes(t)
+		return slices.Contains(nodes, node), fmt.Sprintf("schedulable: %v", nodes)
+	})
+}
+
 const outOfService = "node.kubernetes.io/out-of-service"
 
 // setOutOfService adds or removes the out-of-service taint (Kubernetes' non-graceful node
@@ -324,11 +337,7 @@ func testNodeLost(t *testing.T) {
 	k := localNode(node)
 	start := time.Now()
 	nodeScript(t, "stop", k)
-	t.Cleanup(func() {
-		nodeScript(t, "start", k)
-		setOutOfService(t, node, false)
-		waitNodeReady(t, node, true, 2*time.Minute)
-	})
+	t.Cleanup(func() { restartNode(t, node, k) })
 	eventually(t, 2*time.Minute, fmt.Sprintf("Flux marks the %d brokers of %s down", len(lost), node), func() (bool, string) {
 		up, down, err := nodeStates(ns, lead.Name)
 		return err == nil && up == 6-len(lost) && down == 10+len(lost), fmt.Sprintf("%d up, %d down, %v", up, down, err)
@@ -426,11 +435,7 @@ func testNodeLostEphemeral(t *testing.T) {
 	leadLost := node == pods[0].Spec.NodeName
 	start := time.Now()
 	nodeScript(t, "stop", k)
-	t.Cleanup(func() {
-		nodeScript(t, "start", k)
-		setOutOfService(t, node, false)
-		waitNodeReady(t, node, true, 2*time.Minute)
-	})
+	t.Cleanup(func() { restartNode(t, node, k) })
 	waitNodeReady(t, node, false, 2*time.Minute)
 	checkJobRunning(t, r)
 	setOutOfService(t, node, true)
