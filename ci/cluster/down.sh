@@ -65,10 +65,7 @@ for k in "${nodes[@]}"; do
 		for id in $(ctr_node containers ls -q 2>/dev/null); do ctr_node containers delete "$id" >/dev/null 2>&1; done
 	fi
 	# Whatever still runs in the pods' cgroups is the cluster's: kill it.
-	for d in $(cgroup_dirs "$N_CGROUP"); do
-		[[ -d $d ]] || continue
-		find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u | while read -r pid; do kill -KILL "$pid" 2>/dev/null; done
-	done
+	kill_cgroup "$N_CGROUP"
 done
 
 step "kube-proxy"
@@ -91,13 +88,7 @@ REGISTRY_DIR=$CLUSTER_AUTH_DIR bash "$(dirname "${BASH_SOURCE[0]}")/../registry/
 # containerd's shims outlive it; ours are the ones that talk to one of its sockets.
 socks=()
 for k in "${nodes[@]}"; do node_vars "$k" && socks+=("$N_SOCK"); done
-for p in /proc/[0-9]*; do
-	cmd=$(tr '\0' ' ' 2>/dev/null <"$p/cmdline") || continue
-	[[ $cmd == *containerd-shim* ]] || continue
-	for sock in "${socks[@]}"; do
-		if [[ $cmd == *"-address $sock "* ]]; then kill -KILL "${p#/proc/}" 2>/dev/null; fi
-	done
-done
+kill_shims "${socks[@]}"
 
 step "mounts"
 # 4. Mounts: the pods' network namespaces, then everything under $CLUSTER_DIR, deepest first.

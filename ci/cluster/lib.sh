@@ -122,6 +122,30 @@ cgroup_dirs() {
 	done
 }
 
+# kill_cgroup NAME: SIGKILL every process left in a node's pod cgroups (down.sh, node.sh stop).
+kill_cgroup() {
+	local d pid
+	for d in $(cgroup_dirs "$1"); do
+		[[ -d $d ]] || continue
+		for pid in $(find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u); do
+			kill -KILL "$pid" 2>/dev/null || true
+		done
+	done
+}
+
+# kill_shims SOCK...: SIGKILL the containerd shims that talk to one of these sockets; they
+# outlive their containerd.
+kill_shims() {
+	local p cmd sock
+	for p in /proc/[0-9]*; do
+		cmd=$(tr '\0' ' ' 2>/dev/null <"$p/cmdline") || continue
+		[[ $cmd == *containerd-shim* ]] || continue
+		for sock; do
+			if [[ $cmd == *"-address $sock "* ]]; then kill -KILL "${p#/proc/}" 2>/dev/null || true; fi
+		done
+	done
+}
+
 # start_in NETNS NAME COMMAND...: runs COMMAND in network namespace NETNS, detached, with its
 # output in $LOG_DIR/NAME.log and its pid in $PID_DIR/NAME.pid (current: for up.sh's messages).
 start_in() {

@@ -18,18 +18,12 @@ node_vars "$k"
 [[ -e /run/netns/$N_NS ]] || die "node $N_NAME has no network namespace $N_NS: is the cluster up (make cluster-up NODES=$nodes)?"
 
 kill_node() {
-	local name pid p cmd d
+	local name pid
 	for name in "kubelet$N_SFX" "kube-proxy$N_SFX" "containerd$N_SFX"; do
 		if pid=$(pid_of "$name"); then kill -KILL "$pid" 2>/dev/null || true; fi
 	done
-	for p in /proc/[0-9]*; do
-		cmd=$(tr '\0' ' ' 2>/dev/null <"$p/cmdline") || continue
-		if [[ $cmd == *containerd-shim* && $cmd == *"-address $N_SOCK "* ]]; then kill -KILL "${p#/proc/}" 2>/dev/null || true; fi
-	done
-	for d in $(cgroup_dirs "$N_CGROUP"); do
-		[[ -d $d ]] || continue
-		find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u | while read -r pid; do kill -KILL "$pid" 2>/dev/null || true; done
-	done
+	kill_shims "$N_SOCK"
+	kill_cgroup "$N_CGROUP"
 }
 
 case $action in
