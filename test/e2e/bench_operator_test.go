@@ -1,0 +1,528 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
+)
+
+// BenchmarkOperator: the chart next to the Flux Operator, in one run on the same cluster with
+// the same images: the application image without Flux and the flux-view image copied into each
+// pod (both defaults: the chart's flux.view.mode=copy, the operator's flux-view init container),
+// Fluxion on both sides. The operator is the source snapshot in ../shared/flux-operator, built
+// by ci/operator/build.sh and run out of cluster by this benchmark (its manager process, the
+// MiniCluster CRD applied first and deleted at the end). At each size of BENCH_OPERATOR_SIZES
+// (default 6,16), every step runs on both sides in turn, the side that goes first alternating
+// from one iteration to the next, each in a new namespace; the floors (a bare indexed Job) run
+// in the same iteration. The end prints the medians, the ratios chart/operator and the issue's
+// targets.
+//
+// Flux in the application image cannot be compared: the operator always mounts an emptyDir at
+// /opt/software, which hides a Flux installed there (as the project's flux image has it, in the
+// flux-view images' layout); with the operator Flux must sit elsewhere in the image.
+func BenchmarkOperator(b *testing.B) {
+	op := startOperator(b)
+	sides := []benchSide{chartSide{helm: envOr("BENCH_HELM", helm4)}, op}
+	sizes := benchSizes(b, "BENCH_OPERATOR_SIZES", "6,16")
+	for _, s := range sides { // untimed: every node pulls the images once
+		ns := newNamespace(b, "warm-"+s.name())
+		s.create(b, ns, 6, 6, "hostname")
+		waitLead(b, ns, corev1.PodSucceeded, 5*time.Minute)
+		deleteNamespace(b, ns)
+	}
+	runs := map[int][]opRun{}
+	iteration := 0
+	for b.Loop() {
+		for _, size := range sizes {
+			var run opRun
+			run.floor = operatorFloor(b, size)
+			order := sides
+			if iteration%2 == 1 {
+				order = []benchSide{sides[1], sides[0]}
+			}
+			for _, s := range order {
+				t := timeSide(b, s, size)
+				if s == sides[0] {
+					run.chart = t
+				} else {
+					run.operator = t
+				}
+			}
+			fmt.Printf("%s: size %d, run %d (%s first): floor %s; chart %s; operator %s\n", b.Name(), size,
+				len(runs[size])+1, order[0].name(), run.floor, run.chart, run.operator)
+			runs[size] = append(runs[size], run)
+		}
+		iteration++
+	}
+	for _, size := range sizes {
+		fmt.Print(operatorTable(size, runs[size]))
+	}
+}
+
+// benchSide is one way of running a MiniCluster: the chart with Helm, or the operator's
+// MiniCluster with kubectl. Each call returns how long the user's command took.
+type benchSide interface {
+	name() string
+	// create makes a MiniCluster flux-sample of size brokers (room for maxSize) in ns: ephemeral
+	// with command run on size tasks, or interactive when command is empty.
+	create(b *testing.B, ns string, size, maxSize int, command string) time.Duration
+	resize(b *testing.B, ns string, size int) time.Duration
+	remove(b *testing.B, ns string) time.Duration
+	// up is how many brokers Flux in the lead counts up.
+	up(ns, lead string) (int, error)
+}
+
+// sideTimes are one side's figures at one size.
+type sideTimes struct {
+	ephemeral, createCmd       time.Duration // create -> lead Succeeded; the command alone
+	removeCompleted, removeCmd time.Duration // completed one removed -> nothing left; the command
+	interactive                time.Duration // create -> size brokers up in Flux
+	resize, resizeCmd          time.Duration // size/2 -> size: the new brokers up in Flux
+	removeRunning              time.Duration // running one removed -> nothing left
+}
+
+func (t sideTimes) String() string {
+	return fmt.Sprintf("ephemeral %.2f (command %.2f), completed removed %.2f (command %.2f), interactive %.2f, resize %.2f (command %.2f), running removed %.2f",
+		t.ephemeral.Seconds(), t.createCmd.Seconds(), t.removeCompleted.Seconds(), t.removeCmd.Seconds(),
+		t.interactive.Seconds(), t.resize.Seconds(), t.resizeCmd.Seconds(), t.removeRunning.Seconds())
+}
+
+// opRun is one iteration at one size: the floor and both sides.
+type opRun struct {
+	floor           floorTimes
+	chart, operator sideTimes
+}
+
+// floorTimes: a bare indexed Job with its headless Service, the same Kubernetes steps without
+// Flux: pods that exit at once (index 0 Succeeded), pods that wait (all Running and listed),
+// parallelism size/2 -> size (the new pods Running), and the waiting Job deleted (pods gone).
+type floorTimes struct{ completed, running, resize, deleted time.Duration }
+
+func (f floorTimes) String() string {
+	return fmt.Sprintf("completed %.2f, running %.2f, resize %.2f, deleted %.2f",
+		f.completed.Seconds(), f.running.Seconds(), f.resize.Seconds(), f.deleted.Seconds())
+}
+
+// timeSide runs the steps of one side at size, each MiniCluster in a new namespace.
+func timeSide(b *testing.B, s benchSide, size int) sideTimes {
+	var t sideTimes
+	ns := newNamespace(b, "op-eph-"+s.name())
+	start := time.Now()
+	t.createCmd = s.create(b, ns, size, size, "hostname")
+	waitLead(b, ns, corev1.PodSucceeded, 5*time.Minute)
+	t.ephemeral = time.Since(start)
+	start = time.Now()
+	t.removeCmd = s.remove(b, ns)
+	waitEmpty(b, ns)
+	t.removeCompleted = time.Since(start)
+	deleteNamespace(b, ns)
+
+	ns = newNamespace(b, "op-"+s.name())
+	start = time.Now()
+	s.create(b, ns, size, size, "")
+	lead := waitUp(b, s, ns, size)
+	t.interactive = time.Since(start)
+	s.resize(b, ns, size/2)
+	eventually(b, 3*time.Minute, fmt.Sprintf("%d broker pods", size/2), func() (bool, string) {
+		n, err := brokerCount(ns)
+		return err == nil && n == size/2, fmt.Sprintf("%d (%v)", n, err)
+	})
+	waitUpFrom(b, s, ns, lead, size/2)
+	start = time.Now()
+	t.resizeCmd = s.resize(b, ns, size)
+	waitUpFrom(b, s, ns, lead, size)
+	t.resize = time.Since(start)
+	start = time.Now()
+	s.remove(b, ns)
+	waitEmpty(b, ns)
+	t.removeRunning = time.Since(start)
+	deleteNamespace(b, ns)
+	return t
+}
+
+// operatorFloor times the floor's steps at size.
+func operatorFloor(b *testing.B, size int) floorTimes {
+	var f floorTimes
+	ns := newNamespace(b, "op-floor")
+	start := time.Now()
+	createCompletingFloor(b, ns, "flux-sample", size)
+	waitLead(b, ns, corev1.PodSucceeded, 3*time.Minute)
+	f.completed = time.Since(start)
+	deleteNamespace(b, ns)
+
+	ns = newNamespace(b, "op-floor")
+	start = time.Now()
+	createFloor(b, ns, "floor", size)
+	ready := func(n int) {
+		eventuallyFast(b, 3*time.Minute, "floor", func() (bool, string) { return floorReady(ns, "floor", n) })
+	}
+	ready(size)
+	f.running = time.Since(start)
+	scale := func(n int) {
+		patch := fmt.Sprintf(`{"spec":{"parallelism":%d,"completions":%d}}`, n, n)
+		if _, err := kube.BatchV1().Jobs(ns).Patch(context.Background(), "floor", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	scale(size / 2)
+	ready(size / 2)
+	start = time.Now()
+	scale(size)
+	ready(size)
+	f.resize = time.Since(start)
+	start = time.Now()
+	if err := kube.BatchV1().Jobs(ns).Delete(context.Background(), "floor", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
+		b.Fatal(err)
+	}
+	eventuallyFast(b, 2*time.Minute, "floor pods gone", func() (bool, string) {
+		n, err := podCount(ns)
+		return err == nil && n == 0, fmt.Sprintf("%d pods (%v)", n, err)
+	})
+	f.deleted = time.Since(start)
+	deleteNamespace(b, ns)
+	return f
+}
+
+// Both sides name their broker Job flux-sample; so does the completing floor.
+const benchJob = "flux-sample"
+
+// leadPod is the newest pod of index 0 of the Job flux-sample in ns, if any.
+func leadPod(ns string) (*corev1.Pod, error) {
+	list, err := kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{
+		LabelSelector: "job-name=" + benchJob + "," + indexLabel + "=0"})
+	if err != nil {
+		return nil, err
+	}
+	var lead *corev1.Pod
+	for i, p := range list.Items {
+		if p.DeletionTimestamp == nil && (lead == nil || lead.CreationTimestamp.Before(&p.CreationTimestamp)) {
+			lead = &list.Items[i]
+		}
+	}
+	return lead, nil
+}
+
+// waitLead waits until the lead pod is in phase and returns its name.
+func waitLead(b *testing.B, ns string, phase corev1.PodPhase, within time.Duration) string {
+	var name string
+	eventuallyFast(b, within, "lead "+string(phase), func() (bool, string) {
+		lead, err := leadPod(ns)
+		if err != nil || lead == nil {
+			return false, fmt.Sprintf("no lead yet (%v)", err)
+		}
+		if lead.Status.Phase == corev1.PodFailed {
+			b.Fatalf("lead %s failed: %s", lead.Name, containerStates(*lead))
+		}
+		name = lead.Name
+		return lead.Status.Phase == phase, string(lead.Status.Phase)
+	})
+	return name
+}
+
+// waitUp waits for the lead to run and Flux in it to count size brokers up; it returns the lead.
+func waitUp(b *testing.B, s benchSide, ns string, size int) string {
+	return waitUpFrom(b, s, ns, waitLead(b, ns, corev1.PodRunning, 3*time.Minute), size)
+}
+
+// waitUpFrom waits until Flux in lead counts size brokers up. Each poll is a kubectl exec of
+// flux resource list (on both sides alike), about 0.2 s here.
+func waitUpFrom(b *testing.B, s benchSide, ns, lead string, size int) string {
+	eventuallyFast(b, 3*time.Minute, fmt.Sprintf("%d brokers up in Flux (%s)", size, s.name()), func() (bool, string) {
+		n, err := s.up(ns, lead)
+		return err == nil && n == size, fmt.Sprintf("%d up (%v)", n, err)
+	})
+	return lead
+}
+
+// brokerCount counts the Job's pods that are not being deleted.
+func brokerCount(ns string) (int, error) {
+	list, err := kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "job-name=" + benchJob})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func podCount(ns string) (int, error) {
+	list, err := kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return 0, err
+	}
+	return len(list.Items), nil
+}
+
+var miniClusters = schema.GroupVersionResource{Group: "flux-framework.org", Version: "v1alpha2", Resource: "miniclusters"}
+
+// waitEmpty waits until ns holds nothing but what every namespace has (the default
+// ServiceAccount, kube-root-ca.crt): the same test for both sides.
+func waitEmpty(b *testing.B, ns string) {
+	dyn := dynamic.NewForConfigOrDie(restConfig)
+	eventuallyFast(b, 3*time.Minute, "nothing left in "+ns, func() (bool, string) {
+		left, err := leftovers(ns, benchJob)
+		if err != nil {
+			return false, err.Error()
+		}
+		ctx := context.Background()
+		n, err := podCount(ns)
+		if err != nil {
+			return false, err.Error()
+		}
+		if n > 0 {
+			left = append(left, fmt.Sprintf("%d pods", n))
+		}
+		cms, err := kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, c := range cms.Items {
+			if c.Name != "kube-root-ca.crt" {
+				left = append(left, "ConfigMap/"+c.Name)
+			}
+		}
+		svcs, err := kube.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, s := range svcs.Items {
+			left = append(left, "Service/"+s.Name)
+		}
+		mcs, err := dyn.Resource(miniClusters).Namespace(ns).List(ctx, metav1.ListOptions{})
+		if err == nil {
+			for _, m := range mcs.Items {
+				left = append(left, "MiniCluster/"+m.GetName())
+			}
+		}
+		slices.Sort(left)
+		left = slices.Compact(left)
+		return len(left) == 0, fmt.Sprintf("still there: %v", left)
+	})
+}
+
+// timed runs a command and returns how long it took, failing the benchmark when it fails.
+func timed(b *testing.B, stdin string, name string, args ...string) time.Duration {
+	cmd := exec.Command(name, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	took := time.Since(start)
+	if err != nil {
+		b.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return took
+}
+
+// chartSide: the chart, installed with helm (Helm 4 unless BENCH_HELM names another CLI).
+type chartSide struct{ helm string }
+
+func (chartSide) name() string { return "chart" }
+
+func (c chartSide) create(b *testing.B, ns string, size, maxSize int, command string) time.Duration {
+	args := slices.Concat([]string{"install", benchJob, chartDir, "--namespace", ns}, testImages,
+		[]string{"--set", fmt.Sprintf("size=%d,maxSize=%d", size, maxSize)})
+	if command != "" {
+		args = append(args, "--set", fmt.Sprintf("tasks=%d", size), "--set-string", "command="+command)
+	}
+	return timed(b, "", c.helm, args...)
+}
+
+func (c chartSide) resize(b *testing.B, ns string, size int) time.Duration {
+	return timed(b, "", c.helm, "upgrade", benchJob, chartDir, "--namespace", ns, "--reuse-values", "--set", fmt.Sprintf("size=%d", size))
+}
+
+func (c chartSide) remove(b *testing.B, ns string) time.Duration {
+	return timed(b, "", c.helm, "uninstall", benchJob, "--namespace", ns)
+}
+
+func (chartSide) up(ns, lead string) (int, error) {
+	up, _, err := nodeStates(ns, lead)
+	return up, err
+}
+
+// operatorSide: the Flux Operator's MiniCluster, applied, patched and deleted with kubectl, as
+// its documentation does.
+type operatorSide struct{ kubectl string }
+
+func (operatorSide) name() string { return "operator" }
+
+func (o operatorSide) create(b *testing.B, ns string, size, maxSize int, command string) time.Duration {
+	mode, container := "  interactive: true\n", ""
+	if command != "" {
+		mode, container = fmt.Sprintf("  tasks: %d\n", size), "    command: "+command+"\n"
+	}
+	// quiet: the chart's brokers log as little by default.
+	spec := fmt.Sprintf(`apiVersion: flux-framework.org/v1alpha2
+kind: MiniCluster
+metadata:
+  name: %s
+  namespace: %s
+spec:
+  size: %d
+  maxSize: %d
+%s  logging:
+    quiet: true
+  flux:
+    container:
+      image: %s
+  containers:
+  - image: %s
+%s`, benchJob, ns, size, maxSize, mode, viewImage, appImage, container)
+	return timed(b, spec, o.kubectl, "apply", "-f", "-")
+}
+
+func (o operatorSide) resize(b *testing.B, ns string, size int) time.Duration {
+	return timed(b, "", o.kubectl, "patch", "minicluster", benchJob, "--namespace", ns, "--type", "merge",
+		"-p", fmt.Sprintf(`{"spec":{"size":%d}}`, size))
+}
+
+func (o operatorSide) remove(b *testing.B, ns string) time.Duration {
+	return timed(b, "", o.kubectl, "delete", "minicluster", benchJob, "--namespace", ns)
+}
+
+// up: flux resource list in the lead's application container, with the environment the
+// operator writes for its users (flux-view.sh: PATH and PYTHONPATH of the copied view, the
+// lead's socket).
+func (operatorSide) up(ns, lead string) (int, error) {
+	out, stderr, err := execIn(ns, lead, benchJob, "/bin/bash", "-c",
+		`. /mnt/flux/flux-view.sh && FLUX_URI=$fluxsocket flux resource list --no-header --format '{state} {nnodes}'`)
+	if err != nil {
+		return 0, fmt.Errorf("%v: %s", err, stderr)
+	}
+	return countUp(out)
+}
+
+// countUp adds the nodes of `flux resource list --format '{state} {nnodes}'` that are not down.
+func countUp(out string) (int, error) {
+	up := 0
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var state string
+		var n int
+		if _, err := fmt.Sscan(l, &state, &n); err != nil {
+			return 0, fmt.Errorf("flux resource list line %q: %v", l, err)
+		}
+		if state != "down" {
+			up += n
+		}
+	}
+	return up, nil
+}
+
+// startOperator applies the operator's CRD and starts its manager out of cluster, as its
+// README says to run it; both are removed when the benchmark ends.
+func startOperator(b *testing.B) operatorSide {
+	dir := os.Getenv("MINICLUSTER_OPERATOR_DIR")
+	if dir == "" {
+		out, err := exec.Command("bash", filepath.Join(repoRoot, "ci", "operator", "build.sh"), "--print-dir").Output()
+		if err != nil {
+			b.Fatalf("ci/operator/build.sh --print-dir: %v", err)
+		}
+		dir = strings.TrimSpace(string(out))
+	}
+	manager, crd := filepath.Join(dir, "manager"), filepath.Join(dir, "crd.yaml")
+	if _, err := os.Stat(manager); err != nil {
+		b.Fatalf("the Flux Operator is not built (%v): run `bash ci/operator/build.sh` (make bench-e2e does)", err)
+	}
+	kubectl := envOr("KUBECTL", filepath.Join(clusterDir(), "bin", "kubectl"))
+	if _, err := os.Stat(kubectl); err != nil {
+		if kubectl, err = exec.LookPath("kubectl"); err != nil {
+			b.Fatal("no kubectl: set KUBECTL")
+		}
+	}
+	timed(b, "", kubectl, "apply", "--server-side", "-f", crd)
+	const probe = "127.0.0.1:18081"
+	cmd := exec.Command(manager, "--kubeconfig="+kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address="+probe)
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if out, err := exec.Command(kubectl, "delete", "--ignore-not-found", "-f", crd).CombinedOutput(); err != nil {
+			b.Errorf("delete the operator's CRD: %v\n%s", err, out)
+		}
+	})
+	eventually(b, time.Minute, "the operator's manager ready", func() (bool, string) {
+		resp, err := http.Get("http://" + probe + "/readyz")
+		if err != nil {
+			return false, err.Error() + "\n" + log.String()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	})
+	return operatorSide{kubectl: kubectl}
+}
+
+// median of the figures picked from each run.
+func median(runs []opRun, pick func(opRun) time.Duration) time.Duration {
+	var d []time.Duration
+	for _, r := range runs {
+		d = append(d, pick(r))
+	}
+	slices.Sort(d)
+	if len(d) == 0 {
+		return 0
+	}
+	if len(d)%2 == 1 {
+		return d[len(d)/2]
+	}
+	return (d[len(d)/2-1] + d[len(d)/2]) / 2
+}
+
+// operatorTable prints the medians at one size: floor, operator, chart, chart/operator and the
+// issue's target for each step.
+func operatorTable(size int, runs []opRun) string {
+	var s strings.Builder
+	fmt.Fprintf(&s, "\nsize %d, medians of %d runs, seconds | floor | operator | chart | chart/operator | target\n", size, len(runs))
+	row := func(what string, floor func(opRun) time.Duration, pick func(sideTimes) time.Duration, target string) {
+		f := "-"
+		if floor != nil {
+			f = fmt.Sprintf("%.2f", median(runs, floor).Seconds())
+		}
+		o := median(runs, func(r opRun) time.Duration { return pick(r.operator) })
+		c := median(runs, func(r opRun) time.Duration { return pick(r.chart) })
+		ratio := "-"
+		if o > 0 {
+			ratio = strconv.FormatFloat(c.Seconds()/o.Seconds(), 'f', 2, 64)
+		}
+		fmt.Fprintf(&s, "%s | %s | %.2f | %.2f | %s | %s\n", what, f, o.Seconds(), c.Seconds(), ratio, target)
+	}
+	row("ephemeral create -> lead Succeeded", func(r opRun) time.Duration { return r.floor.completed },
+		func(t sideTimes) time.Duration { return t.ephemeral }, "<= 0.6x")
+	row("  the create command alone", nil, func(t sideTimes) time.Duration { return t.createCmd }, "chart <= 0.5 s")
+	row("completed one removed -> nothing left", func(r opRun) time.Duration { return r.floor.deleted },
+		func(t sideTimes) time.Duration { return t.removeCompleted }, "<= 1x")
+	row("  the remove command alone", nil, func(t sideTimes) time.Duration { return t.removeCmd }, "chart <= 0.5 s")
+	row("interactive create -> all up in Flux", func(r opRun) time.Duration { return r.floor.running },
+		func(t sideTimes) time.Duration { return t.interactive }, "<= 0.6x")
+	row(fmt.Sprintf("resize %d -> %d -> new brokers up in Flux", size/2, size), func(r opRun) time.Duration { return r.floor.resize },
+		func(t sideTimes) time.Duration { return t.resize }, "<= 0.6x")
+	row("  the resize command alone", nil, func(t sideTimes) time.Duration { return t.resizeCmd }, "chart <= 0.5 s")
+	row("running one removed -> nothing left", func(r opRun) time.Duration { return r.floor.deleted },
+		func(t sideTimes) time.Duration { return t.removeRunning }, "<= 2 s or floor + 0.3 s")
+	return s.String()
+}
