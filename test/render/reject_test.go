@@ -59,6 +59,7 @@ func TestBadValuesAreRejected(t *testing.T) {
 		{"shared memory not a quantity", helmtest.Options{Set: []string{"sharedMemory=1 GB"}},
 			[]string{`sharedMemory="1 GB" is not a Kubernetes quantity`, "1Gi"}},
 		{"negative GPUs", helmtest.Options{Set: []string{"flux.gpusPerBroker=-1"}}, []string{"/flux/gpusPerBroker", "minimum"}},
+		{"spread constraint missing its key", helmtest.Options{Set: []string{"topologySpreadConstraints[0].maxSkew=1"}}, []string{"/topologySpreadConstraints/0", "topologyKey"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := helmtest.Template(tc.opts)
@@ -108,6 +109,8 @@ func TestUpgradeChecksAgainstTheLiveJob(t *testing.T) {
 		{"command change", []string{"command=date"}, nil,
 			[]string{"changes the Job's pod template", "only size can change"}},
 		{"env change", []string{"env[0].name=A", "env[0].value=b"}, nil, []string{"changes the Job's pod template"}},
+		{"topologySpreadConstraints change", []string{"topologySpreadConstraints[0].maxSkew=1", "topologySpreadConstraints[0].topologyKey=zone",
+			"topologySpreadConstraints[0].whenUnsatisfiable=DoNotSchedule"}, nil, []string{"changes the Job's pod template"}},
 		{"certificate gone", nil, []any{"no-cert"},
 			[]string{"Secret default/flux-sample-curve with the CURVE certificate is missing", "a new key would split the cluster", "helm uninstall flux-sample"}},
 	} {

@@ -13,6 +13,20 @@ constraint replaces the default spreading a Service's pods get anyway, at the sa
       app.kubernetes.io/component: broker
 {{- end -}}
 
+{{/* minicluster.userSpread is topologySpreadConstraints, each without a labelSelector given the brokers' selector. */}}
+{{- define "minicluster.userSpread" -}}
+{{- $brokers := dict "matchLabels" (merge (include "minicluster.selectorLabels" . | fromYaml) (dict "app.kubernetes.io/component" "broker")) -}}
+{{- $out := list -}}
+{{- range .Values.topologySpreadConstraints -}}
+{{- if hasKey . "labelSelector" -}}
+{{- $out = append $out . -}}
+{{- else -}}
+{{- $out = append $out (merge (dict "labelSelector" $brokers) .) -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml $out -}}
+{{- end -}}
+
 {{/* minicluster.jobSuccessPolicy is "true" for an ephemeral MiniCluster where the cluster has Job successPolicy (1.31 beta, 1.33 GA). */}}
 {{- define "minicluster.jobSuccessPolicy" -}}
 {{- if and (include "minicluster.ephemeral" .) (semverCompare ">=1.31-0" .Capabilities.KubeVersion.Version) }}true{{ end -}}
@@ -66,7 +80,11 @@ spec:
   {{- with .Values.affinity }}
   affinity:
     {{- toYaml . | nindent 4 }}
-  {{- else }}
+  {{- end }}
+  {{- if .Values.topologySpreadConstraints }}
+  topologySpreadConstraints:
+    {{- include "minicluster.userSpread" . | nindent 4 }}
+  {{- else if not .Values.affinity }}
   topologySpreadConstraints:
     {{- include "minicluster.defaultSpread" . | nindent 4 }}
   {{- end }}

@@ -1,0 +1,53 @@
+package render
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/minicluster/minicluster/internal/helmtest"
+)
+
+// valuesFile writes a values file for one test and returns its path.
+func valuesFile(t *testing.T, yaml string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "values.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(yaml), 0o644))
+	return path
+}
+
+// brokerPod is the pod template of the broker Job.
+func brokerPod(t *testing.T, opts helmtest.Options) corev1.PodSpec {
+	t.Helper()
+	return get[*batchv1.Job](t, render(t, opts), "Job", "flux-sample").Spec.Template.Spec
+}
+
+// A user's topologySpreadConstraints replace the default spread; one without a labelSelector
+// counts this release's brokers.
+func TestTopologySpreadConstraints(t *testing.T) {
+	brokers := map[string]string{"app.kubernetes.io/name": "minicluster", "app.kubernetes.io/instance": "flux-sample", "app.kubernetes.io/component": "broker"}
+	spread := `
+topologySpreadConstraints:
+  - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule}
+  - {maxSkew: 2, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: ScheduleAnyway, labelSelector: {matchLabels: {team: hpc}}}
+`
+	spec := brokerPod(t, helmtest.Options{ValuesFiles: []string{valuesFile(t, spread)}})
+	require.Len(t, spec.TopologySpreadConstraints, 2, "the user's constraints, without the default")
+	zone := spec.TopologySpreadConstraints[0]
+	assert.Equal(t, "topology.kubernetes.io/zone", zone.TopologyKey)
+	assert.Equal(t, corev1.DoNotSchedule, zone.WhenUnsatisfiable)
+	assert.Equal(t, brokers, zone.LabelSelector.MatchLabels, "no labelSelector: the release's brokers")
+	assert.Equal(t, map[string]string{"team": "hpc"}, spec.TopologySpreadConstraints[1].LabelSelector.MatchLabels, "a labelSelector of the user's is kept")
+
+	// With an affinity too, both apply.
+	spec = brokerPod(t, helmtest.Options{ValuesFiles: []string{valuesFile(t, spread)}, Set: []string{
+		"affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key=pool",
+		"affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator=Exists"}})
+	require.NotNil(t, spec.Affinity)
+	assert.Len(t, spec.TopologySpreadConstraints, 2)
+}
