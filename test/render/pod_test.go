@@ -27,6 +27,36 @@ func brokerPod(t *testing.T, opts helmtest.Options) corev1.PodSpec {
 	return get[*batchv1.Job](t, render(t, opts), "Job", "flux-sample").Spec.Template.Spec
 }
 
+// podSettings sets every pod setting the Flux Operator has beside the chart's others.
+const podSettings = `
+schedulerName: scheduler-plugins-scheduler
+priorityClassName: hpc-high
+runtimeClassName: kata
+hostIPC: true
+hostPID: true
+`
+
+func TestPodSettingsReachThePods(t *testing.T) {
+	spec := brokerPod(t, helmtest.Options{ValuesFiles: []string{valuesFile(t, podSettings)}})
+	assert.Equal(t, "scheduler-plugins-scheduler", spec.SchedulerName)
+	assert.Equal(t, "hpc-high", spec.PriorityClassName)
+	require.NotNil(t, spec.RuntimeClassName)
+	assert.Equal(t, "kata", *spec.RuntimeClassName)
+	assert.True(t, spec.HostIPC)
+	assert.True(t, spec.HostPID)
+}
+
+// Unset, the pod settings leave the pod as Kubernetes' defaults have it (and as releases
+// installed before them have it: their pod template must not change).
+func TestPodSettingsUnsetRenderNothing(t *testing.T) {
+	spec := brokerPod(t, helmtest.Options{})
+	assert.Empty(t, spec.SchedulerName)
+	assert.Empty(t, spec.PriorityClassName)
+	assert.Nil(t, spec.RuntimeClassName)
+	assert.False(t, spec.HostIPC)
+	assert.False(t, spec.HostPID)
+}
+
 // A user's topologySpreadConstraints replace the default spread; one without a labelSelector
 // counts this release's brokers.
 func TestTopologySpreadConstraints(t *testing.T) {

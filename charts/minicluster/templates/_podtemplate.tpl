@@ -92,6 +92,21 @@ spec:
   securityContext:
     {{- toYaml . | nindent 4 }}
   {{- end }}
+  {{- with .Values.schedulerName }}
+  schedulerName: {{ . }}
+  {{- end }}
+  {{- with .Values.priorityClassName }}
+  priorityClassName: {{ . }}
+  {{- end }}
+  {{- with .Values.runtimeClassName }}
+  runtimeClassName: {{ . }}
+  {{- end }}
+  {{- if .Values.hostIPC }}
+  hostIPC: true
+  {{- end }}
+  {{- if .Values.hostPID }}
+  hostPID: true
+  {{- end }}
   # The broker's container first (kustomizations address it as containers/0), then its helpers,
   # which run beside it, not before it as init containers: the kubelet would start the broker
   # only at its next 1 s relist after they end. The entrypoint waits for each helper's .ready in

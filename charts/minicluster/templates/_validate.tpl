@@ -38,7 +38,22 @@
 {{- fail (printf "sharedMemory=%q is not a Kubernetes quantity: give the size of /dev/shm such as 512Mi, 1Gi or 2G (or \"\" for the runtime's)" (toString .)) -}}
 {{- end -}}
 {{- end -}}
+{{- include "minicluster.validatePod" . -}}
 {{- include "minicluster.validateUpgrade" . -}}
+{{- end -}}
+
+{{/* minicluster.validatePod checks the pod settings the Flux Operator has beside the chart's other values. */}}
+{{- define "minicluster.validatePod" -}}
+{{- $subdomain := "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$" -}}
+{{- range $key, $fix := dict "schedulerName" "the name a scheduler of the cluster answers to (its profile's schedulerName)" "priorityClassName" "the name of a PriorityClass (kubectl get priorityclasses)" "runtimeClassName" "the name of a RuntimeClass (kubectl get runtimeclasses)" -}}
+{{- $v := index $.Values $key | default "" | toString -}}
+{{- if and $v (or (gt (len $v) 253) (not (regexMatch $subdomain $v))) -}}
+{{- fail (printf "%s=%q is not a DNS subdomain (lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters): give %s, or \"\" for the default" $key $v $fix) -}}
+{{- end -}}
+{{- end -}}
+{{- if and .Values.hostIPC .Values.sharedMemory -}}
+{{- fail (printf "hostIPC=true gives the pods the node's /dev/shm, and sharedMemory=%q would hide it behind a /dev/shm volume of the pod's own: set one of them (sharedMemory=\"\" to share the node's)" (toString .Values.sharedMemory)) -}}
+{{- end -}}
 {{- end -}}
 
 {{/* minicluster.validateUpgrade compares with the live Job: only size may change on a running MiniCluster. */}}
