@@ -32,6 +32,11 @@ const podSettings = `
 schedulerName: scheduler-plugins-scheduler
 priorityClassName: hpc-high
 runtimeClassName: kata
+dnsPolicy: None
+dnsConfig:
+  nameservers: [10.96.0.10]
+  searches: [flux-sample.default.svc.cluster.local]
+  options: [{name: ndots, value: "2"}]
 hostIPC: true
 hostPID: true
 `
@@ -42,8 +47,16 @@ func TestPodSettingsReachThePods(t *testing.T) {
 	assert.Equal(t, "hpc-high", spec.PriorityClassName)
 	require.NotNil(t, spec.RuntimeClassName)
 	assert.Equal(t, "kata", *spec.RuntimeClassName)
+	assert.Equal(t, corev1.DNSNone, spec.DNSPolicy)
+	value := "2"
+	assert.Equal(t, &corev1.PodDNSConfig{
+		Nameservers: []string{"10.96.0.10"},
+		Searches:    []string{"flux-sample.default.svc.cluster.local"},
+		Options:     []corev1.PodDNSConfigOption{{Name: "ndots", Value: &value}},
+	}, spec.DNSConfig)
 	assert.True(t, spec.HostIPC)
 	assert.True(t, spec.HostPID)
+	assert.Equal(t, "flux-sample", spec.Subdomain, "the Service's names stay the brokers' names whatever the DNS settings")
 }
 
 // Unset, the pod settings leave the pod as Kubernetes' defaults have it (and as releases
@@ -53,6 +66,8 @@ func TestPodSettingsUnsetRenderNothing(t *testing.T) {
 	assert.Empty(t, spec.SchedulerName)
 	assert.Empty(t, spec.PriorityClassName)
 	assert.Nil(t, spec.RuntimeClassName)
+	assert.Empty(t, spec.DNSPolicy, "ClusterFirst, Kubernetes' default")
+	assert.Nil(t, spec.DNSConfig)
 	assert.False(t, spec.HostIPC)
 	assert.False(t, spec.HostPID)
 }

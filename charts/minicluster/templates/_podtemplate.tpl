@@ -101,6 +101,13 @@ spec:
   {{- with .Values.runtimeClassName }}
   runtimeClassName: {{ . }}
   {{- end }}
+  {{- with .Values.dnsPolicy }}
+  dnsPolicy: {{ . }}
+  {{- end }}
+  {{- with .Values.dnsConfig }}
+  dnsConfig:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
   {{- if .Values.hostIPC }}
   hostIPC: true
   {{- end }}

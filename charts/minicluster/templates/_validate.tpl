@@ -54,6 +54,15 @@
 {{- if and .Values.hostIPC .Values.sharedMemory -}}
 {{- fail (printf "hostIPC=true gives the pods the node's /dev/shm, and sharedMemory=%q would hide it behind a /dev/shm volume of the pod's own: set one of them (sharedMemory=\"\" to share the node's)" (toString .Values.sharedMemory)) -}}
 {{- end -}}
+{{- /* The brokers connect to <job>-<i>.<service>.<namespace>.svc.<clusterDomain>: only the cluster's DNS knows these names. */ -}}
+{{- $fqdn := printf "%s-0.%s.%s.svc.%s" (include "minicluster.fullname" .) (include "minicluster.fullname" .) .Release.Namespace .Values.clusterDomain -}}
+{{- $policy := .Values.dnsPolicy | default "" -}}
+{{- if eq $policy "Default" -}}
+{{- fail (printf "dnsPolicy=Default gives the pods the node's resolver, which does not know the names the brokers find each other by (such as %s): leave dnsPolicy empty (ClusterFirst) and add nameservers, searches or options with dnsConfig, or use dnsPolicy=None with dnsConfig.nameservers set to the cluster DNS Service's address" $fqdn) -}}
+{{- end -}}
+{{- if and (eq $policy "None") (not (dig "nameservers" list (.Values.dnsConfig | default dict))) -}}
+{{- fail (printf "dnsPolicy=None gives the pods only what dnsConfig lists, and dnsConfig.nameservers is empty: the brokers could not resolve each other (such as %s). Set dnsConfig.nameservers to the cluster DNS Service's address (kubectl get service -n kube-system kube-dns), or leave dnsPolicy empty (ClusterFirst) and add to it with dnsConfig" $fqdn) -}}
+{{- end -}}
 {{- end -}}
 
 {{/* minicluster.validateUpgrade compares with the live Job: only size may change on a running MiniCluster. */}}
