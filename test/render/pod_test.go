@@ -70,6 +70,39 @@ func TestPodSettingsUnsetRenderNothing(t *testing.T) {
 	assert.Nil(t, spec.DNSConfig)
 	assert.False(t, spec.HostIPC)
 	assert.False(t, spec.HostPID)
+	assert.Empty(t, spec.InitContainers)
+}
+
+// initContainers run first, as given; sidecars follow as Kubernetes sidecars (restartPolicy
+// Always), so they stop once the broker's container ends and an ephemeral pod completes. The
+// chart's own containers keep their places.
+func TestExtraContainers(t *testing.T) {
+	spec := brokerPod(t, helmtest.Options{ValuesFiles: []string{valuesFile(t, `
+initContainers:
+  - {name: stage-data, image: busybox:1.37, command: [cp, -r, /src, /data]}
+  - {name: early-proxy, image: example.org/proxy:1, restartPolicy: Always}
+sidecars:
+  - {name: metrics, image: example.org/exporter:1, ports: [{containerPort: 9100}]}
+  - {name: logs, image: example.org/shipper:1, restartPolicy: Always}
+`)}})
+	var names []string
+	for _, c := range spec.InitContainers {
+		names = append(names, c.Name)
+	}
+	assert.Equal(t, []string{"stage-data", "early-proxy", "metrics", "logs"}, names, "initContainers in their order, then the sidecars")
+	always := corev1.ContainerRestartPolicyAlways
+	assert.Nil(t, spec.InitContainers[0].RestartPolicy, "an init container runs once")
+	assert.Equal(t, []string{"cp", "-r", "/src", "/data"}, spec.InitContainers[0].Command)
+	assert.Equal(t, &always, spec.InitContainers[1].RestartPolicy, "a sidecar the user placed among the init containers stays one")
+	for _, c := range spec.InitContainers[2:] {
+		assert.Equalf(t, &always, c.RestartPolicy, "sidecar %s", c.Name)
+	}
+	assert.EqualValues(t, 9100, spec.InitContainers[2].Ports[0].ContainerPort)
+	var containers []string
+	for _, c := range spec.Containers {
+		containers = append(containers, c.Name)
+	}
+	assert.Equal(t, []string{"flux", "flux-view", "keys"}, containers, "the broker stays containers/0, its helpers beside it")
 }
 
 // A user's topologySpreadConstraints replace the default spread; one without a labelSelector

@@ -27,6 +27,15 @@ constraint replaces the default spreading a Service's pods get anyway, at the sa
 {{- toYaml $out -}}
 {{- end -}}
 
+{{/* minicluster.sidecars is the sidecars value as Kubernetes sidecars: init containers with restartPolicy Always. */}}
+{{- define "minicluster.sidecars" -}}
+{{- $out := list -}}
+{{- range .Values.sidecars -}}
+{{- $out = append $out (merge (dict "restartPolicy" "Always") .) -}}
+{{- end -}}
+{{- toYaml $out -}}
+{{- end -}}
+
 {{/* minicluster.jobSuccessPolicy is "true" for an ephemeral MiniCluster where the cluster has Job successPolicy (1.31 beta, 1.33 GA). */}}
 {{- define "minicluster.jobSuccessPolicy" -}}
 {{- if and (include "minicluster.ephemeral" .) (semverCompare ">=1.31-0" .Capabilities.KubeVersion.Version) }}true{{ end -}}
@@ -113,6 +122,14 @@ spec:
   {{- end }}
   {{- if .Values.hostPID }}
   hostPID: true
+  {{- end }}
+  {{- /* The chart has no init containers of its own (see containers below), so the user's run
+  before everything of the chart's: their order is theirs, then the sidecars, which Kubernetes
+  starts before the containers and stops after the broker's container ends. */}}
+  {{- $init := concat (.Values.initContainers | default list) (include "minicluster.sidecars" . | fromYamlArray) }}
+  {{- with $init }}
+  initContainers:
+    {{- toYaml . | nindent 4 }}
   {{- end }}
   # The broker's container first (kustomizations address it as containers/0), then its helpers,
   # which run beside it, not before it as init containers: the kubelet would start the broker

@@ -63,6 +63,36 @@
 {{- if and (eq $policy "None") (not (dig "nameservers" list (.Values.dnsConfig | default dict))) -}}
 {{- fail (printf "dnsPolicy=None gives the pods only what dnsConfig lists, and dnsConfig.nameservers is empty: the brokers could not resolve each other (such as %s). Set dnsConfig.nameservers to the cluster DNS Service's address (kubectl get service -n kube-system kube-dns), or leave dnsPolicy empty (ClusterFirst) and add to it with dnsConfig" $fqdn) -}}
 {{- end -}}
+{{- include "minicluster.validateExtraContainers" . -}}
+{{- end -}}
+
+{{/* minicluster.validateExtraContainers checks initContainers and sidecars: names unique in the pod and not the chart's; sidecars need Kubernetes >= 1.29. */}}
+{{- define "minicluster.validateExtraContainers" -}}
+{{- $reserved := list "flux" "flux-view" "keys" -}}
+{{- $seen := dict -}}
+{{- range $key := list "initContainers" "sidecars" -}}
+{{- range $i, $c := (index $.Values $key | default list) -}}
+{{- $where := printf "%s[%d]" $key $i -}}
+{{- $name := $c.name | toString -}}
+{{- if or (gt (len $name) 63) (not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" $name)) -}}
+{{- fail (printf "%s.name=%q is not a DNS label (lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters): rename the container" $where $name) -}}
+{{- end -}}
+{{- if has $name $reserved -}}
+{{- fail (printf "%s.name=%q is the name of one of the chart's own containers (flux, flux-view, keys): give the container another name" $where $name) -}}
+{{- end -}}
+{{- with index $seen $name -}}
+{{- fail (printf "%s.name=%q is also the name of %s: the containers of a pod need names of their own; rename one" $where $name .) -}}
+{{- end -}}
+{{- $_ := set $seen $name $where -}}
+{{- $restart := $c.restartPolicy | default "" | toString -}}
+{{- if and (eq $key "sidecars") $restart (ne $restart "Always") -}}
+{{- fail (printf "%s.restartPolicy=%s: a sidecar always restarts (the chart sets restartPolicy Always); a container that runs once before the broker belongs in initContainers" $where $restart) -}}
+{{- end -}}
+{{- if and (or (eq $key "sidecars") (eq $restart "Always")) (semverCompare "<1.29-0" $.Capabilities.KubeVersion.Version) -}}
+{{- fail (printf "%s (%s) is a Kubernetes sidecar, an init container with restartPolicy Always, which needs Kubernetes >= 1.29; this cluster runs %s: remove it, or run its work in initContainers (once, before the broker)" $where $name $.Capabilities.KubeVersion.Version) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 
 {{/* minicluster.validateUpgrade compares with the live Job: only size may change on a running MiniCluster. */}}
