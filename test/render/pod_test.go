@@ -39,6 +39,8 @@ dnsConfig:
   options: [{name: ndots, value: "2"}]
 hostIPC: true
 hostPID: true
+terminationGracePeriodSeconds: 60
+flux: {cleanupTimeout: 50s}
 `
 
 func TestPodSettingsReachThePods(t *testing.T) {
@@ -56,6 +58,8 @@ func TestPodSettingsReachThePods(t *testing.T) {
 	}, spec.DNSConfig)
 	assert.True(t, spec.HostIPC)
 	assert.True(t, spec.HostPID)
+	require.NotNil(t, spec.TerminationGracePeriodSeconds)
+	assert.EqualValues(t, 60, *spec.TerminationGracePeriodSeconds)
 	assert.Equal(t, "flux-sample", spec.Subdomain, "the Service's names stay the brokers' names whatever the DNS settings")
 }
 
@@ -70,6 +74,7 @@ func TestPodSettingsUnsetRenderNothing(t *testing.T) {
 	assert.Nil(t, spec.DNSConfig)
 	assert.False(t, spec.HostIPC)
 	assert.False(t, spec.HostPID)
+	assert.Nil(t, spec.TerminationGracePeriodSeconds, "Kubernetes' default, 30 s")
 	assert.Empty(t, spec.InitContainers)
 }
 
@@ -128,4 +133,20 @@ topologySpreadConstraints:
 		"affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator=Exists"}})
 	require.NotNil(t, spec.Affinity)
 	assert.Len(t, spec.TopologySpreadConstraints, 2)
+}
+
+// The grace period and flux.cleanupTimeout: accepted when the grace period leaves 10 s after
+// the clean-up (the rejections are in TestBadValuesAreRejected).
+func TestGracePeriodFitsTheCleanup(t *testing.T) {
+	for _, set := range [][]string{
+		{"flux.cleanupTimeout=20s"}, // Kubernetes' 30 s
+		{"terminationGracePeriodSeconds=10"},
+		{"terminationGracePeriodSeconds=100", "flux.cleanupTimeout=1.5m"},
+		{"terminationGracePeriodSeconds=11", "flux.cleanupTimeout=500ms"},
+		{"terminationGracePeriodSeconds=7210", "flux.cleanupTimeout=2h"},
+		{"terminationGracePeriodSeconds=5", "flux.cleanupTimeout=none"}, // no bound of Flux's: the grace period is it
+	} {
+		_, err := helmtest.Template(helmtest.Options{Set: set})
+		assert.NoErrorf(t, err, "%v", set)
+	}
 }

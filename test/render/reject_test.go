@@ -91,6 +91,14 @@ func TestBadValuesAreRejected(t *testing.T) {
 		{"sidecar among the init containers before Kubernetes has them", helmtest.Options{Set: []string{"initContainers[0].name=proxy", "initContainers[0].image=x", "initContainers[0].restartPolicy=Always"}, KubeVersion: "v1.28.9"},
 			[]string{"initContainers[0] (proxy) is a Kubernetes sidecar", "needs Kubernetes >= 1.29"}},
 		{"spread constraint missing its key", helmtest.Options{Set: []string{"topologySpreadConstraints[0].maxSkew=1"}}, []string{"/topologySpreadConstraints/0", "topologyKey"}},
+		{"clean-up longer than the default grace period", helmtest.Options{Set: []string{"flux.cleanupTimeout=25s"}},
+			[]string{"terminationGracePeriodSeconds=30 (Kubernetes' default: the value is not set) is too short for flux.cleanupTimeout=25s",
+				"Set terminationGracePeriodSeconds to at least 35, or flux.cleanupTimeout to at most 20s"}},
+		{"grace period shorter than the clean-up", helmtest.Options{Set: []string{"terminationGracePeriodSeconds=60", "flux.cleanupTimeout=1m"}},
+			[]string{"terminationGracePeriodSeconds=60 is too short for flux.cleanupTimeout=1m", "at least 70", "at most 50s"}},
+		{"grace period without room to stop", helmtest.Options{Set: []string{"terminationGracePeriodSeconds=5"}},
+			[]string{"terminationGracePeriodSeconds=5 is too short for flux.cleanupTimeout=0s", "10 s more", "at least 10"}},
+		{"negative grace period", helmtest.Options{Set: []string{"terminationGracePeriodSeconds=-1"}}, []string{"/terminationGracePeriodSeconds", "minimum"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := helmtest.Template(tc.opts)
@@ -151,6 +159,7 @@ func TestUpgradeChecksAgainstTheLiveJob(t *testing.T) {
 		{"sidecars change", []string{"sidecars[0].name=metrics", "sidecars[0].image=busybox"}, nil, []string{"changes the Job's pod template"}},
 		{"topologySpreadConstraints change", []string{"topologySpreadConstraints[0].maxSkew=1", "topologySpreadConstraints[0].topologyKey=zone",
 			"topologySpreadConstraints[0].whenUnsatisfiable=DoNotSchedule"}, nil, []string{"changes the Job's pod template"}},
+		{"terminationGracePeriodSeconds change", []string{"terminationGracePeriodSeconds=60"}, nil, []string{"changes the Job's pod template"}},
 		{"certificate gone", nil, []any{"no-cert"},
 			[]string{"Secret default/flux-sample-curve with the CURVE certificate is missing", "a new key would split the cluster", "helm uninstall flux-sample"}},
 	} {

@@ -123,6 +123,9 @@ spec:
   {{- if .Values.hostPID }}
   hostPID: true
   {{- end }}
+  {{- if not (kindIs "invalid" .Values.terminationGracePeriodSeconds) }}
+  terminationGracePeriodSeconds: {{ int .Values.terminationGracePeriodSeconds }}
+  {{- end }}
   {{- /* The chart has no init containers of its own (see containers below), so the user's run
   before everything of the chart's: their order is theirs, then the sidecars, which Kubernetes
   starts before the containers and stops after the broker's container ends. */}}

@@ -64,6 +64,7 @@
 {{- fail (printf "dnsPolicy=None gives the pods only what dnsConfig lists, and dnsConfig.nameservers is empty: the brokers could not resolve each other (such as %s). Set dnsConfig.nameservers to the cluster DNS Service's address (kubectl get service -n kube-system kube-dns), or leave dnsPolicy empty (ClusterFirst) and add to it with dnsConfig" $fqdn) -}}
 {{- end -}}
 {{- include "minicluster.validateExtraContainers" . -}}
+{{- include "minicluster.validateGracePeriod" . -}}
 {{- end -}}
 
 {{/* minicluster.validateExtraContainers checks initContainers and sidecars: names unique in the pod and not the chart's; sidecars need Kubernetes >= 1.29. */}}
@@ -91,6 +92,31 @@
 {{- if and (or (eq $key "sidecars") (eq $restart "Always")) (semverCompare "<1.29-0" $.Capabilities.KubeVersion.Version) -}}
 {{- fail (printf "%s (%s) is a Kubernetes sidecar, an init container with restartPolicy Always, which needs Kubernetes >= 1.29; this cluster runs %s: remove it, or run its work in initContainers (once, before the broker)" $where $name $.Capabilities.KubeVersion.Version) -}}
 {{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+minicluster.validateGracePeriod: the kubelet kills a pod terminationGracePeriodSeconds (30 by
+default) after SIGTERM. The lead's job clean-up may take flux.cleanupTimeout (a Flux FSD), and the
+brokers then unload Flux's modules and exit (0.2-0.5 s measured; 10 s leaves room). With
+cleanupTimeout none there is no bound of Flux's own: the grace period is the limit.
+*/}}
+{{- define "minicluster.validateGracePeriod" -}}
+{{- $cleanup := .Values.flux.cleanupTimeout | toString -}}
+{{- $stop := 10 -}}
+{{- if ne $cleanup "none" -}}
+{{- $num := regexFind "^[0-9]+(\\.[0-9]+)?" $cleanup -}}
+{{- $scale := get (dict "ms" 0.001 "" 1 "s" 1 "m" 60 "h" 3600 "d" 86400) (trimPrefix $num $cleanup) -}}
+{{- $seconds := mulf (float64 $num) $scale | ceil | int -}}
+{{- $set := not (kindIs "invalid" .Values.terminationGracePeriodSeconds) -}}
+{{- $grace := ternary (int .Values.terminationGracePeriodSeconds) 30 $set -}}
+{{- if lt $grace (add $seconds $stop) -}}
+{{- $alternative := "" -}}
+{{- if ge $grace $stop -}}
+{{- $alternative = printf ", or flux.cleanupTimeout to at most %ds" (sub $grace $stop) -}}
+{{- end -}}
+{{- fail (printf "terminationGracePeriodSeconds=%d%s is too short for flux.cleanupTimeout=%s: the kubelet kills a broker pod that long after SIGTERM, and after the lead's job clean-up (up to flux.cleanupTimeout) the brokers need up to %d s more to unload Flux's modules and exit. Set terminationGracePeriodSeconds to at least %d%s" $grace (ternary "" " (Kubernetes' default: the value is not set)" $set) $cleanup $stop (add $seconds $stop) $alternative) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
