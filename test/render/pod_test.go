@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/minicluster/minicluster/internal/helmtest"
 )
@@ -133,6 +134,27 @@ topologySpreadConstraints:
 		"affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator=Exists"}})
 	require.NotNil(t, spec.Affinity)
 	assert.Len(t, spec.TopologySpreadConstraints, 2)
+}
+
+// Pod ephemeral storage is resources' ephemeral-storage: the scheduler places the pod by the
+// request, and the kubelet holds everything the pod writes to the node's disk (the container's
+// layer and logs, the run volume, a view copied to disk) against the sum of its containers'
+// limits, the broker's alone here. So the chart's disk volumes carry no sizeLimit of their own.
+func TestEphemeralStorage(t *testing.T) {
+	job := get[*batchv1.Job](t, render(t, helmtest.Options{Set: []string{
+		"resources.requests.ephemeral-storage=2Gi", "resources.limits.ephemeral-storage=4Gi"}}), "Job", "flux-sample")
+	c := job.Spec.Template.Spec.Containers[0]
+	assert.Equal(t, resource.MustParse("2Gi"), c.Resources.Requests[corev1.ResourceEphemeralStorage])
+	assert.Equal(t, resource.MustParse("4Gi"), c.Resources.Limits[corev1.ResourceEphemeralStorage])
+	for _, name := range []string{"run", "flux-view"} {
+		v := volume(t, job, name)
+		require.NotNilf(t, v.EmptyDir, "volume %s", name)
+		assert.Emptyf(t, v.EmptyDir.Medium, "volume %s is on the node's disk: the pod's limit counts it", name)
+		assert.Nilf(t, v.EmptyDir.SizeLimit, "volume %s", name)
+	}
+	for _, c := range job.Spec.Template.Spec.Containers[1:] {
+		assert.Emptyf(t, c.Resources.Limits, "container %s adds nothing to the pod's limit", c.Name)
+	}
 }
 
 // The grace period and flux.cleanupTimeout: accepted when the grace period leaves 10 s after

@@ -159,6 +159,7 @@ func TestUpgradeChecksAgainstTheLiveJob(t *testing.T) {
 		{"sidecars change", []string{"sidecars[0].name=metrics", "sidecars[0].image=busybox"}, nil, []string{"changes the Job's pod template"}},
 		{"topologySpreadConstraints change", []string{"topologySpreadConstraints[0].maxSkew=1", "topologySpreadConstraints[0].topologyKey=zone",
 			"topologySpreadConstraints[0].whenUnsatisfiable=DoNotSchedule"}, nil, []string{"changes the Job's pod template"}},
+		{"ephemeral-storage change", []string{"resources.limits.ephemeral-storage=1Gi"}, nil, []string{"changes the Job's pod template"}},
 		{"terminationGracePeriodSeconds change", []string{"terminationGracePeriodSeconds=60"}, nil, []string{"changes the Job's pod template"}},
 		{"certificate gone", nil, []any{"no-cert"},
 			[]string{"Secret default/flux-sample-curve with the CURVE certificate is missing", "a new key would split the cluster", "helm uninstall flux-sample"}},
