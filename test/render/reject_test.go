@@ -182,6 +182,21 @@ func TestUpgradeChecksAgainstTheLiveJob(t *testing.T) {
 	}
 }
 
+// The pod settings are fixed at install like the rest, and a resize still applies with them.
+func TestResizeWithPodSettings(t *testing.T) {
+	settings := []string{"command=hostname", "schedulerName=fluence", "priorityClassName=high", "runtimeClassName=kata",
+		"dnsConfig.options[0].name=edns0", "hostIPC=true", "hostPID=true",
+		"initContainers[0].name=prep", "initContainers[0].image=busybox", "sidecars[0].name=metrics", "sidecars[0].image=busybox",
+		"topologySpreadConstraints[0].maxSkew=1", "topologySpreadConstraints[0].topologyKey=zone", "topologySpreadConstraints[0].whenUnsatisfiable=DoNotSchedule",
+		"resources.limits.ephemeral-storage=1Gi", "terminationGracePeriodSeconds=60", "flux.cleanupTimeout=20s"}
+	job, cert := liveRelease(t, append([]string{"size=6"}, settings...)...)
+	_, err := helmtest.TemplateWithLive(helmtest.Options{Set: append([]string{"size=12"}, settings...)}, toObjects(t, []any{job, cert})...)
+	require.NoError(t, err)
+	_, err = helmtest.TemplateWithLive(helmtest.Options{Set: append(append([]string{"size=12"}, settings...), "terminationGracePeriodSeconds=90")}, toObjects(t, []any{job, cert})...)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "changes the Job's pod template")
+}
+
 func TestAutomaticMaxSizeIsKeptOnUpgrade(t *testing.T) {
 	job, cert := liveRelease(t, "size=20") // automatic maxSize = 20 at install
 	out, err := helmtest.TemplateWithLive(helmtest.Options{Set: []string{"size=3"}}, toObjects(t, []any{job, cert})...)
