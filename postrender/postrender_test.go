@@ -30,6 +30,7 @@ func renders(t *testing.T) map[string]helmtest.Options {
 		"existing secret":     {Set: []string{"curve.existingSecret=my-cert"}},
 		"port and domain":     {Set: []string{"flux.port=9000,clusterDomain=k8s.example.org,flux.interface=net1"}},
 		"custom broker.toml":  {ValuesFiles: []string{"postrender/testdata/custom-broker-config.yaml"}},
+		"pod settings":        {ValuesFiles: []string{"postrender/testdata/pod-settings.yaml"}},
 	}
 	for _, f := range files {
 		cases["values/"+filepath.Base(f)] = helmtest.Options{ValuesFiles: []string{f}}

@@ -59,6 +59,46 @@ func TestBadValuesAreRejected(t *testing.T) {
 		{"shared memory not a quantity", helmtest.Options{Set: []string{"sharedMemory=1 GB"}},
 			[]string{`sharedMemory="1 GB" is not a Kubernetes quantity`, "1Gi"}},
 		{"negative GPUs", helmtest.Options{Set: []string{"flux.gpusPerBroker=-1"}}, []string{"/flux/gpusPerBroker", "minimum"}},
+		{"priority class not a DNS subdomain", helmtest.Options{Set: []string{"priorityClassName=High_Priority"}},
+			[]string{`priorityClassName="High_Priority" is not a DNS subdomain`, "kubectl get priorityclasses"}},
+		{"scheduler name not a DNS subdomain", helmtest.Options{Set: []string{"schedulerName=Fluence"}},
+			[]string{`schedulerName="Fluence" is not a DNS subdomain`, "schedulerName"}},
+		{"runtime class not a DNS subdomain", helmtest.Options{Set: []string{"runtimeClassName=kata."}},
+			[]string{`runtimeClassName="kata." is not a DNS subdomain`, "kubectl get runtimeclasses"}},
+		{"unknown DNS policy", helmtest.Options{Set: []string{"dnsPolicy=ClusterLast"}}, []string{"/dnsPolicy", "ClusterFirst", "None"}},
+		{"DNS policy of the node", helmtest.Options{Set: []string{"dnsPolicy=Default"}},
+			[]string{"dnsPolicy=Default gives the pods the node's resolver", "flux-sample-0.flux-sample.default.svc.cluster.local", "leave dnsPolicy empty (ClusterFirst)", "dnsConfig"}},
+		{"DNS policy None without nameservers", helmtest.Options{Set: []string{"dnsPolicy=None", "dnsConfig.searches[0]=example.org"}},
+			[]string{"dnsPolicy=None", "dnsConfig.nameservers is empty", "kube-dns"}},
+		{"unknown DNS config key", helmtest.Options{Set: []string{"dnsConfig.servers[0]=10.0.0.1"}}, []string{"/dnsConfig", "servers"}},
+		{"host IPC and a /dev/shm volume", helmtest.Options{Set: []string{"hostIPC=true", "sharedMemory=1Gi"}},
+			[]string{"hostIPC=true gives the pods the node's /dev/shm", `sharedMemory="1Gi"`, "set one of them"}},
+		{"sidecar named like the broker", helmtest.Options{Set: []string{"sidecars[0].name=flux", "sidecars[0].image=x"}},
+			[]string{`sidecars[0].name="flux" is the name of one of the chart's own containers`, "another name"}},
+		{"init container named like the keys step", helmtest.Options{Set: []string{"initContainers[0].name=keys", "initContainers[0].image=x"}},
+			[]string{`initContainers[0].name="keys" is the name of one of the chart's own containers`}},
+		{"view copy name taken even without the view", helmtest.Options{Set: []string{"flux.view.enabled=false", "sidecars[0].name=flux-view", "sidecars[0].image=x"}},
+			[]string{`sidecars[0].name="flux-view" is the name of one of the chart's own containers`}},
+		{"two extra containers of one name", helmtest.Options{Set: []string{"initContainers[0].name=prep", "initContainers[0].image=x", "sidecars[0].name=prep", "sidecars[0].image=y"}},
+			[]string{`sidecars[0].name="prep" is also the name of initContainers[0]`, "rename one"}},
+		{"extra container name not a DNS label", helmtest.Options{Set: []string{"sidecars[0].name=My_Sidecar", "sidecars[0].image=x"}},
+			[]string{`sidecars[0].name="My_Sidecar" is not a DNS label`}},
+		{"extra container without image", helmtest.Options{Set: []string{"initContainers[0].name=prep"}}, []string{"/initContainers/0", "image"}},
+		{"sidecar that does not restart", helmtest.Options{Set: []string{"sidecars[0].name=once", "sidecars[0].image=x", "sidecars[0].restartPolicy=Never"}},
+			[]string{"sidecars[0].restartPolicy=Never", "belongs in initContainers"}},
+		{"sidecars before Kubernetes has them", helmtest.Options{Set: []string{"sidecars[0].name=metrics", "sidecars[0].image=x"}, KubeVersion: "v1.28.9"},
+			[]string{"sidecars[0] (metrics) is a Kubernetes sidecar", "needs Kubernetes >= 1.29", "runs v1.28.9"}},
+		{"sidecar among the init containers before Kubernetes has them", helmtest.Options{Set: []string{"initContainers[0].name=proxy", "initContainers[0].image=x", "initContainers[0].restartPolicy=Always"}, KubeVersion: "v1.28.9"},
+			[]string{"initContainers[0] (proxy) is a Kubernetes sidecar", "needs Kubernetes >= 1.29"}},
+		{"spread constraint missing its key", helmtest.Options{Set: []string{"topologySpreadConstraints[0].maxSkew=1"}}, []string{"/topologySpreadConstraints/0", "topologyKey"}},
+		{"clean-up longer than the default grace period", helmtest.Options{Set: []string{"flux.cleanupTimeout=25s"}},
+			[]string{"terminationGracePeriodSeconds=30 (Kubernetes' default: the value is not set) is too short for flux.cleanupTimeout=25s",
+				"Set terminationGracePeriodSeconds to at least 35, or flux.cleanupTimeout to at most 20s"}},
+		{"grace period shorter than the clean-up", helmtest.Options{Set: []string{"terminationGracePeriodSeconds=60", "flux.cleanupTimeout=1m"}},
+			[]string{"terminationGracePeriodSeconds=60 is too short for flux.cleanupTimeout=1m", "at least 70", "at most 50s"}},
+		{"grace period without room to stop", helmtest.Options{Set: []string{"terminationGracePeriodSeconds=5"}},
+			[]string{"terminationGracePeriodSeconds=5 is too short for flux.cleanupTimeout=0s", "10 s more", "at least 10"}},
+		{"negative grace period", helmtest.Options{Set: []string{"terminationGracePeriodSeconds=-1"}}, []string{"/terminationGracePeriodSeconds", "minimum"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := helmtest.Template(tc.opts)
@@ -108,6 +148,19 @@ func TestUpgradeChecksAgainstTheLiveJob(t *testing.T) {
 		{"command change", []string{"command=date"}, nil,
 			[]string{"changes the Job's pod template", "only size can change"}},
 		{"env change", []string{"env[0].name=A", "env[0].value=b"}, nil, []string{"changes the Job's pod template"}},
+		{"schedulerName change", []string{"schedulerName=fluence"}, nil, []string{"changes the Job's pod template", "only size can change"}},
+		{"priorityClassName change", []string{"priorityClassName=high"}, nil, []string{"changes the Job's pod template"}},
+		{"runtimeClassName change", []string{"runtimeClassName=kata"}, nil, []string{"changes the Job's pod template"}},
+		{"dnsPolicy change", []string{"dnsPolicy=ClusterFirst"}, nil, []string{"changes the Job's pod template"}},
+		{"dnsConfig change", []string{"dnsConfig.searches[0]=example.org"}, nil, []string{"changes the Job's pod template"}},
+		{"hostIPC change", []string{"hostIPC=true"}, nil, []string{"changes the Job's pod template"}},
+		{"hostPID change", []string{"hostPID=true"}, nil, []string{"changes the Job's pod template"}},
+		{"initContainers change", []string{"initContainers[0].name=prep", "initContainers[0].image=busybox"}, nil, []string{"changes the Job's pod template"}},
+		{"sidecars change", []string{"sidecars[0].name=metrics", "sidecars[0].image=busybox"}, nil, []string{"changes the Job's pod template"}},
+		{"topologySpreadConstraints change", []string{"topologySpreadConstraints[0].maxSkew=1", "topologySpreadConstraints[0].topologyKey=zone",
+			"topologySpreadConstraints[0].whenUnsatisfiable=DoNotSchedule"}, nil, []string{"changes the Job's pod template"}},
+		{"ephemeral-storage change", []string{"resources.limits.ephemeral-storage=1Gi"}, nil, []string{"changes the Job's pod template"}},
+		{"terminationGracePeriodSeconds change", []string{"terminationGracePeriodSeconds=60"}, nil, []string{"changes the Job's pod template"}},
 		{"certificate gone", nil, []any{"no-cert"},
 			[]string{"Secret default/flux-sample-curve with the CURVE certificate is missing", "a new key would split the cluster", "helm uninstall flux-sample"}},
 	} {
@@ -127,6 +180,21 @@ func TestUpgradeChecksAgainstTheLiveJob(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The pod settings are fixed at install like the rest, and a resize still applies with them.
+func TestResizeWithPodSettings(t *testing.T) {
+	settings := []string{"command=hostname", "schedulerName=fluence", "priorityClassName=high", "runtimeClassName=kata",
+		"dnsConfig.options[0].name=edns0", "hostIPC=true", "hostPID=true",
+		"initContainers[0].name=prep", "initContainers[0].image=busybox", "sidecars[0].name=metrics", "sidecars[0].image=busybox",
+		"topologySpreadConstraints[0].maxSkew=1", "topologySpreadConstraints[0].topologyKey=zone", "topologySpreadConstraints[0].whenUnsatisfiable=DoNotSchedule",
+		"resources.limits.ephemeral-storage=1Gi", "terminationGracePeriodSeconds=60", "flux.cleanupTimeout=20s"}
+	job, cert := liveRelease(t, append([]string{"size=6"}, settings...)...)
+	_, err := helmtest.TemplateWithLive(helmtest.Options{Set: append([]string{"size=12"}, settings...)}, toObjects(t, []any{job, cert})...)
+	require.NoError(t, err)
+	_, err = helmtest.TemplateWithLive(helmtest.Options{Set: append(append([]string{"size=12"}, settings...), "terminationGracePeriodSeconds=90")}, toObjects(t, []any{job, cert})...)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "changes the Job's pod template")
 }
 
 func TestAutomaticMaxSizeIsKeptOnUpgrade(t *testing.T) {

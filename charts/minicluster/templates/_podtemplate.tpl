@@ -13,6 +13,29 @@ constraint replaces the default spreading a Service's pods get anyway, at the sa
       app.kubernetes.io/component: broker
 {{- end -}}
 
+{{/* minicluster.userSpread is topologySpreadConstraints, each without a labelSelector given the brokers' selector. */}}
+{{- define "minicluster.userSpread" -}}
+{{- $brokers := dict "matchLabels" (merge (include "minicluster.selectorLabels" . | fromYaml) (dict "app.kubernetes.io/component" "broker")) -}}
+{{- $out := list -}}
+{{- range .Values.topologySpreadConstraints -}}
+{{- if hasKey . "labelSelector" -}}
+{{- $out = append $out . -}}
+{{- else -}}
+{{- $out = append $out (merge (dict "labelSelector" $brokers) .) -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml $out -}}
+{{- end -}}
+
+{{/* minicluster.sidecars is the sidecars value as Kubernetes sidecars: init containers with restartPolicy Always. */}}
+{{- define "minicluster.sidecars" -}}
+{{- $out := list -}}
+{{- range .Values.sidecars -}}
+{{- $out = append $out (merge (dict "restartPolicy" "Always") .) -}}
+{{- end -}}
+{{- toYaml $out -}}
+{{- end -}}
+
 {{/* minicluster.jobSuccessPolicy is "true" for an ephemeral MiniCluster where the cluster has Job successPolicy (1.31 beta, 1.33 GA). */}}
 {{- define "minicluster.jobSuccessPolicy" -}}
 {{- if and (include "minicluster.ephemeral" .) (semverCompare ">=1.31-0" .Capabilities.KubeVersion.Version) }}true{{ end -}}
@@ -66,12 +89,49 @@ spec:
   {{- with .Values.affinity }}
   affinity:
     {{- toYaml . | nindent 4 }}
-  {{- else }}
+  {{- end }}
+  {{- if .Values.topologySpreadConstraints }}
+  topologySpreadConstraints:
+    {{- include "minicluster.userSpread" . | nindent 4 }}
+  {{- else if not .Values.affinity }}
   topologySpreadConstraints:
     {{- include "minicluster.defaultSpread" . | nindent 4 }}
   {{- end }}
   {{- with .Values.podSecurityContext }}
   securityContext:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .Values.schedulerName }}
+  schedulerName: {{ . }}
+  {{- end }}
+  {{- with .Values.priorityClassName }}
+  priorityClassName: {{ . }}
+  {{- end }}
+  {{- with .Values.runtimeClassName }}
+  runtimeClassName: {{ . }}
+  {{- end }}
+  {{- with .Values.dnsPolicy }}
+  dnsPolicy: {{ . }}
+  {{- end }}
+  {{- with .Values.dnsConfig }}
+  dnsConfig:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- if .Values.hostIPC }}
+  hostIPC: true
+  {{- end }}
+  {{- if .Values.hostPID }}
+  hostPID: true
+  {{- end }}
+  {{- if not (kindIs "invalid" .Values.terminationGracePeriodSeconds) }}
+  terminationGracePeriodSeconds: {{ int .Values.terminationGracePeriodSeconds }}
+  {{- end }}
+  {{- /* The chart has no init containers of its own (see containers below), so the user's run
+  before everything of the chart's: their order is theirs, then the sidecars, which Kubernetes
+  starts before the containers and stops after the broker's container ends. */}}
+  {{- $init := concat (.Values.initContainers | default list) (include "minicluster.sidecars" . | fromYamlArray) }}
+  {{- with $init }}
+  initContainers:
     {{- toYaml . | nindent 4 }}
   {{- end }}
   # The broker's container first (kustomizations address it as containers/0), then its helpers,
