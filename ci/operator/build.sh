@@ -12,7 +12,7 @@ cd "$(dirname "$0")/../.."
 source ci/lib/progress.sh
 
 SHARED=${MINICLUSTER_SHARED:-$(cd .. && pwd)/shared}
-TARBALL=$(ls "$SHARED"/flux-operator/flux-operator-*.tar.gz 2>/dev/null | head -1)
+TARBALL=$(find "$SHARED/flux-operator" -maxdepth 1 -name "flux-operator-*.tar.gz" 2>/dev/null | head -1)
 [[ -n $TARBALL ]] || { echo "operator: no flux-operator-*.tar.gz in $SHARED/flux-operator (set MINICLUSTER_SHARED to the folder that holds flux-operator/)" >&2; exit 1; }
 NAME=$(basename "$TARBALL" .tar.gz)
 CACHE=${MINICLUSTER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/minicluster}

@@ -350,3 +350,74 @@ func TestPostRendererRenameHelm4(t *testing.T) {
 	helmTest(t, r)
 	r.uninstallToNothing()
 }
+
+// flux.ephemeralExit: fast (the default) ends the lead's pod as soon as the command has ended,
+// with its status, and the workers follow within seconds (none waits out Flux's 60 s goodbye
+// for a lead that is gone); full runs Flux's whole shutdown first (children, rc3). A command
+// that fails fails the Job with its exit code, either way.
+func TestEphemeralExit(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		exit      string
+		command   string
+		succeeds  bool
+		leadLines []string // in the lead's log
+		notLines  []string // not in it
+	}{
+		{"fast", "flux run -N 3 hostname", true, []string{"flux.ephemeralExit=fast"}, []string{"rc3-success"}},
+		{"full", "flux run -N 3 hostname", true, []string{"children-complete", "rc3-success", "the command ended with status 0"}, []string{"ephemeralExit=fast"}},
+		{"fast", "flux run -N 3 hostname; exit 3", false, []string{"the command ended with status 3"}, nil},
+	} {
+		t.Run(fmt.Sprintf("%s/succeeds=%t", c.exit, c.succeeds), func(t *testing.T) {
+			t.Parallel()
+			ns := newNamespace(t, "exit-"+c.exit)
+			r := newRelease(t, ns, "flux-sample", helm4)
+			r.install("--set", "size=3,job.backoffLimit=0,flux.ephemeralExit="+c.exit, "--set-string", "command="+c.command)
+			lead := waitLeadEnded(t, r, 3*time.Minute)
+			ended := time.Now()
+			finished := waitJobFinished(t, r, time.Minute)
+			t.Logf("%s: lead %s, Job %s %.1fs later", c.command, lead.Status.Phase, finished.Type, time.Since(ended).Seconds())
+			if c.succeeds != (finished.Type == batchv1.JobComplete) {
+				t.Errorf("Job %s (%s), want it to succeed: %t", finished.Type, finished.Message, c.succeeds)
+			}
+			if since := time.Since(ended); since > 30*time.Second {
+				t.Errorf("the Job finished %.1fs after its lead: the workers did not follow it", since.Seconds())
+			}
+			if !c.succeeds {
+				for _, cs := range lead.Status.ContainerStatuses {
+					if cs.Name == "flux" && (cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 3) {
+						t.Errorf("the lead's flux container: %+v, want it terminated with the command's exit code 3", cs.State)
+					}
+				}
+			}
+			checkLeadPrintedHostnames(t, r, 3)
+			log := leadLog(t, r)
+			for _, l := range c.leadLines {
+				if !strings.Contains(log, l) {
+					t.Errorf("the lead's log has no %q:\n%s", l, log)
+				}
+			}
+			for _, l := range c.notLines {
+				if strings.Contains(log, l) {
+					t.Errorf("the lead's log has %q:\n%s", l, log)
+				}
+			}
+			r.uninstallToNothing()
+		})
+	}
+}
+
+// waitLeadEnded waits until the lead's pod has ended (Succeeded or Failed) and returns it.
+func waitLeadEnded(t testing.TB, r *release, within time.Duration) corev1.Pod {
+	t.Helper()
+	var lead corev1.Pod
+	eventually(t, within, "the lead's pod ended", func() (bool, string) {
+		pods, _, err := brokerPods(r.ns, r.name)
+		if err != nil {
+			return false, err.Error()
+		}
+		lead = pods[0]
+		return lead.Status.Phase == corev1.PodSucceeded || lead.Status.Phase == corev1.PodFailed, string(lead.Status.Phase)
+	})
+	return lead
+}

@@ -139,8 +139,14 @@ fi
 # rc3 (unloading the modules) runs to its end. A worker the lead is already shutting down
 # gets SIGTERM too on uninstall; a signal during rc3 aborts it with SIGHUP, and a broker that
 # exits with its modules loaded waits 10 s for each of them (flux-core 0.88).
+# A worker's rc3 leaves rc3-done in its rundir as it ends (see stop_broker).
+rc3_done=$run/flux/rc3-done
 if rc3=$(flux config builtin rc3_path 2>/dev/null) && [ -n "$rc3" ]; then
-  set -- "$@" -Sbroker.rc3_path="trap '' HUP; $rc3"
+  if [ "$index" -eq 0 ]; then
+    set -- "$@" -Sbroker.rc3_path="trap '' HUP; $rc3"
+  else
+    set -- "$@" -Sbroker.rc3_path="trap '' HUP; $rc3; status=\$?; : > $rc3_done; exit \$status"
+  fi
 fi
 if [ -n "$MINICLUSTER_BROKER_OPTIONS" ]; then
   newline='
@@ -156,6 +162,22 @@ if [ -n "$MINICLUSTER_BROKER_OPTIONS" ]; then
 fi
 # No command: interactive, the instance stays up (no initial program). A command: ephemeral.
 ephemeral_lead=false
+if [ -n "$MINICLUSTER_COMMAND" ] && [ "$index" -eq 0 ]; then ephemeral_lead=true; fi
+# Fast exit (flux.ephemeralExit): the command's wrapper writes its status here and kills the
+# broker, so that the lead's pod ends with that status without Flux's orderly shutdown. The
+# command's output reaches the log directly (the broker's initial program inherits its stdio).
+command_status=$run/command-status
+fast_exit=false
+if [ "$ephemeral_lead" = true ] && [ "$MINICLUSTER_EPHEMERAL_EXIT" = fast ]; then
+  case $MINICLUSTER_BROKER_OPTIONS in
+    *content.dump*) log "flux.ephemeralExit=fast: brokerOptions ask for a content dump, which needs Flux's whole shutdown: taking it" ;;
+    *) fast_exit=true ;;
+  esac
+fi
+if [ "$fast_exit" = true ]; then
+  # shellcheck disable=SC2016 # expanded by the wrapper's shell
+  set -- "$@" /bin/sh -c '"$@"; status=$?; echo "$status" > "$0"; kill -KILL "$(flux getattr broker.pid)"; exit "$status"' "$command_status"
+fi
 if [ -z "$MINICLUSTER_COMMAND" ]; then
   set -- "$@" -Sbroker.rc2_none=1
 elif [ "$MINICLUSTER_TASKS" -gt 0 ]; then
@@ -165,7 +187,6 @@ else
 fi
 if [ "$index" -eq 0 ]; then
   log "lead broker: $size of hosts $hosts, quorum $size"
-  [ -z "$MINICLUSTER_COMMAND" ] || ephemeral_lead=true
 fi
 
 # Left in the broker's rundir by a worker's broker (modprobe-rc1.py): "joined" as its rc1
@@ -187,6 +208,19 @@ if [ "$index" -ne 0 ] && [ "$(flux config builtin rc1_path 2>/dev/null || true)"
     *) kill_unjoined=true ;;
   esac
 fi
+# After its rc3 a worker's broker says goodbye to its parent and waits up to 60 s for the
+# answer. When the lead has gone first (an ephemeral lead's fast exit, a lost lead), no answer
+# comes; the worker's jobs and modules are done by then, so it is killed 2 s after its rc3.
+kill_after_rc3() {
+  (
+    until [ -e "$rc3_done" ] || ! kill -0 "$pid" 2>/dev/null; do pause; done
+    sleep 2
+    if kill -0 "$pid" 2>/dev/null; then
+      log "the broker's rc3 ended 2 s ago, but its parent has not answered its goodbye: killing it"
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+  ) 3<&- 4<&- &
+}
 stop_broker() {
   if [ "$kill_unjoined" = true ] && [ ! -e "$joined_mark" ]; then
     log "SIGTERM: the broker has not joined its parent yet: killing it"
@@ -194,6 +228,7 @@ stop_broker() {
   else
     log "SIGTERM: stopping the broker"
     kill -TERM "$pid" 2>/dev/null || true
+    if [ "$index" -ne 0 ]; then kill_after_rc3; fi
   fi
 }
 
@@ -212,7 +247,7 @@ on_term() {
 trap on_term TERM INT
 quick_failures=0
 while :; do
-  rm -rf "$run/flux"
+  rm -rf "$run/flux" "$command_status"
   mkdir -m 0700 "$run/flux"
   started=$(date +%s)
   flux broker "$@" 3<&- 4<&- &
@@ -221,17 +256,22 @@ while :; do
   if [ -n "$stopping" ]; then stop_broker; fi
   # wait returns early when SIGTERM arrives; wait again until the broker is gone.
   status=0
-  wait "$pid" || status=$?
+  wait "$pid" 2>/dev/null || status=$?
   while kill -0 "$pid" 2>/dev/null; do
     status=0
-    wait "$pid" || status=$?
+    wait "$pid" 2>/dev/null || status=$?
   done
   pid=
   if [ -n "$stopping" ]; then
     exit 143
   fi
   if [ "$ephemeral_lead" = true ]; then
-    log "the command ended with status $status"
+    if [ "$fast_exit" = true ] && [ -s "$command_status" ]; then
+      status=$(cat "$command_status")
+      log "the command ended with status $status (flux.ephemeralExit=fast: the instance stops with the pods)"
+    else
+      log "the command ended with status $status"
+    fi
     exit "$status"
   fi
   if [ "$status" -eq 0 ]; then

@@ -166,6 +166,8 @@ spec:
           value: {{ .Values.flux.connectTimeout | quote }}
         - name: MINICLUSTER_CLEANUP_TIMEOUT
           value: {{ .Values.flux.cleanupTimeout | quote }}
+        - name: MINICLUSTER_EPHEMERAL_EXIT
+          value: {{ .Values.flux.ephemeralExit | quote }}
         - name: MINICLUSTER_TOPOLOGY
           value: {{ .Values.flux.topology | quote }}
         - name: MINICLUSTER_SCHEDULER
