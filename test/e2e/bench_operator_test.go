@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -93,7 +94,7 @@ type benchSide interface {
 // sideTimes are one side's figures at one size.
 type sideTimes struct {
 	ephemeral, createCmd       time.Duration // create -> lead Succeeded; the command alone
-	removeCompleted, removeCmd time.Duration // completed one removed -> nothing left; the command
+	removeCompleted, removeCmd time.Duration // completed (Job Complete) one removed -> nothing left; the command
 	interactive                time.Duration // create -> size brokers up in Flux
 	resize, resizeCmd          time.Duration // size/2 -> size: the new brokers up in Flux
 	removeRunning              time.Duration // running one removed -> nothing left
@@ -129,6 +130,15 @@ func timeSide(b *testing.B, s benchSide, size int) sideTimes {
 	t.createCmd = s.create(b, ns, size, size, "hostname")
 	waitLead(b, ns, corev1.PodSucceeded, 5*time.Minute)
 	t.ephemeral = time.Since(start)
+	// Completed: the Job is (its workers have ended too).
+	eventuallyFast(b, 2*time.Minute, "Job complete", func() (bool, string) {
+		job, err := kube.BatchV1().Jobs(ns).Get(context.Background(), benchJob, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		c, done := jobFinished(job)
+		return done && c.Type == batchv1.JobComplete, jobConditions(job.Status.Conditions)
+	})
 	start = time.Now()
 	t.removeCmd = s.remove(b, ns)
 	waitEmpty(b, ns)

@@ -1,6 +1,11 @@
-{{/* minicluster.liveJob is the running MiniCluster's Job as JSON ("{}" on install or with no cluster). */}}
+{{/* minicluster.liveJob is the running MiniCluster's Job as JSON ("{}" on install or with no
+cluster). Looked up once per render and kept in the root context, which every template of the
+chart shares: each of Helm's lookups runs API discovery first, and a render asks for it often. */}}
 {{- define "minicluster.liveJob" -}}
-{{- lookup "batch/v1" "Job" .Release.Namespace (include "minicluster.fullname" .) | toJson -}}
+{{- if not (hasKey $ "mcLiveJob") -}}
+{{- $_ := set $ "mcLiveJob" (lookup "batch/v1" "Job" .Release.Namespace (include "minicluster.fullname" .) | toJson) -}}
+{{- end -}}
+{{- get $ "mcLiveJob" -}}
 {{- end -}}
 
 {{/* minicluster.maxSize is the host list length: maxSize, or when 0 the live Job's, or max(size, 16) on install. */}}
