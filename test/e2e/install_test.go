@@ -421,3 +421,27 @@ func waitLeadEnded(t testing.TB, r *release, within time.Duration) corev1.Pod {
 	})
 	return lead
 }
+
+// flux.view.mode=auto keeps a running MiniCluster's mode: one installed with the view copied
+// resizes with auto (which would mount it on this cluster) and its new brokers copy it too.
+func TestViewModeAutoKeepsTheRunningMode(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t, "automode")
+	r := newRelease(t, ns, "flux-sample", helm4)
+	r.install("--set", "size=2,flux.view.mode=copy")
+	waitFluxUp(t, ns, r.name, 2, 16, wiringTimeout)
+	if out, err := r.upgrade("--reuse-values", "--set", "size=3,flux.view.mode=auto"); err != nil {
+		t.Fatalf("resize with flux.view.mode=auto: %v\n%s", err, out)
+	}
+	pods := waitFluxUp(t, ns, r.name, 3, 16, wiringTimeout)
+	for i, p := range pods {
+		var copies bool
+		for _, c := range p.Spec.Containers {
+			copies = copies || c.Name == "flux-view"
+		}
+		if !copies {
+			t.Errorf("broker %d (%s) has no flux-view container: auto switched the running MiniCluster's mode", i, p.Name)
+		}
+	}
+	r.uninstallToNothing()
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -19,6 +20,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/minicluster/minicluster/internal/helmtest"
+	"github.com/minicluster/minicluster/internal/repo"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -26,14 +28,40 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
-// render renders and strictly decodes, failing the test on any error.
+// render renders and strictly decodes, failing the test on any error. The view is copied
+// (flux.view.mode=copy) unless the options name a mode: most tests here check the copy's wiring;
+// TestGolden and TestViewModeAuto render the chart's default.
 func render(t *testing.T, opts helmtest.Options) []helmtest.Object {
 	t.Helper()
-	out, err := helmtest.Template(opts)
+	out, err := helmtest.Template(copyView(t, opts))
 	require.NoError(t, err)
 	objs, err := helmtest.DecodeAll(out)
 	require.NoError(t, err)
 	return objs
+}
+
+// copyView adds flux.view.mode=copy before the options' own values, unless they set a mode.
+func copyView(t *testing.T, opts helmtest.Options) helmtest.Options {
+	t.Helper()
+	for _, s := range opts.Set {
+		if strings.Contains(s, "flux.view.mode=") {
+			return opts
+		}
+	}
+	for _, f := range opts.ValuesFiles {
+		if !filepath.IsAbs(f) {
+			root, err := repo.Root()
+			require.NoError(t, err)
+			f = filepath.Join(root, f)
+		}
+		raw, err := os.ReadFile(f)
+		require.NoError(t, err)
+		if strings.Contains(string(raw), "mode:") {
+			return opts
+		}
+	}
+	opts.Set = append([]string{"flux.view.mode=copy"}, opts.Set...)
+	return opts
 }
 
 func get[T any](t *testing.T, objs []helmtest.Object, kind, name string) T {
@@ -609,4 +637,30 @@ func TestDisruptionBudget(t *testing.T) {
 	assert.True(t, selector.Matches(labels.Set(job.Spec.Template.Labels)), "the budget must select the broker pods")
 	keygen := get[*batchv1.Job](t, objs, "Job", "flux-sample-keygen")
 	assert.False(t, selector.Matches(labels.Set(keygen.Spec.Template.Labels)), "the keygen Job's pod is not a broker")
+}
+
+// flux.view.mode=auto (the default) mounts the view image on Kubernetes 1.35 and later, where
+// image volumes are on by default, and copies it before; an upgrade keeps the running
+// MiniCluster's mode (the e2e TestViewModeAutoKeepsTheRunningMode).
+func TestViewModeAuto(t *testing.T) {
+	for _, tc := range []struct {
+		kube  string
+		image bool
+	}{{"v1.34.4", false}, {"v1.35.0", true}, {"v1.36.3", true}} {
+		t.Run(tc.kube, func(t *testing.T) {
+			out, err := helmtest.Template(helmtest.Options{KubeVersion: tc.kube})
+			require.NoError(t, err)
+			objs, err := helmtest.DecodeAll(out)
+			require.NoError(t, err)
+			job := get[*batchv1.Job](t, objs, "Job", "flux-sample")
+			var image bool
+			for _, v := range job.Spec.Template.Spec.Volumes {
+				if v.Name == "flux-view" {
+					image = v.Image != nil
+				}
+			}
+			assert.Equal(t, tc.image, image, "an image volume flux-view")
+			assert.Equal(t, !tc.image, slices.Contains(containerNames(job), "flux-view"), "a flux-view container that copies the view")
+		})
+	}
 }

@@ -49,8 +49,9 @@ chart version: Kubernetes cannot change a Job's pod template, and a resize must 
 {{- define "minicluster.podTemplate" -}}
 {{- $view := .Values.flux.view -}}
 {{- /* Where Flux comes from: a copy of the view, the view image itself, or neither (Flux in the image). */ -}}
-{{- $viewCopy := and $view.enabled (eq $view.mode "copy") -}}
-{{- $viewImage := and $view.enabled (eq $view.mode "image") -}}
+{{- $viewMode := include "minicluster.viewMode" . -}}
+{{- $viewCopy := and $view.enabled (eq $viewMode "copy") -}}
+{{- $viewImage := and $view.enabled (eq $viewMode "image") -}}
 metadata:
   labels:
     {{- include "minicluster.selectorLabels" . | nindent 4 }}
