@@ -106,11 +106,12 @@ e2e-kwok: build tools ## the end-to-end tests at scale (E2E_KWOK_SIZE=1000 broke
 	go run ./ci/push --registry "$$CLUSTER_REGISTRY/minicluster" --version $(VERSION) --insecure $(BIN)/images && \
 	KUBECONFIG=$(CLUSTER_DIR)/kubeconfig MINICLUSTER_REQUIRE_KWOK=1 go test -tags e2e -count=1 -timeout 40m -v -run 'Kwok' ./test/e2e/...
 
-bench-e2e: build tools images ## timings on the cluster in KUBECONFIG with real Flux, next to a bare indexed Job (the floor); kwok at 1,000 on the local cluster
+bench-e2e: build tools images ## timings on the cluster in KUBECONFIG with real Flux, next to a bare indexed Job (the floor) and the Flux Operator; kwok at 1,000 on the local cluster
+	bash ci/operator/build.sh
 	if [ -S "$(CLUSTER_DIR)/run/containerd.sock" ] && [ "$${KUBECONFIG:-$(CLUSTER_DIR)/kubeconfig}" = "$(CLUSTER_DIR)/kubeconfig" ]; then bash ci/kwok/up.sh || exit 1; fi; \
 	if [ -S "$(CLUSTER_DIR)/run/containerd.sock" ] && [ -z "$$CLUSTER_REGISTRY" ]; then export CLUSTER_REGISTRY=$$(source ci/cluster/lib.sh && echo "$$CLUSTER_REGISTRY"); fi; \
 	if [ -n "$$CLUSTER_REGISTRY" ]; then go run ./ci/push --registry "$$CLUSTER_REGISTRY/minicluster" --version $(VERSION) --insecure $(BIN)/images || exit 1; fi; \
-	KUBECONFIG=$${KUBECONFIG:-$(CLUSTER_DIR)/kubeconfig} go test -tags e2e -count=1 -timeout 90m -run '^$$' -bench 'Floor|MiniCluster|HPC|Kwok' -benchtime $${BENCHTIME:-3x} ./test/e2e/...
+	KUBECONFIG=$${KUBECONFIG:-$(CLUSTER_DIR)/kubeconfig} go test -tags e2e -count=1 -timeout 90m -run '^$$' -bench 'Floor|MiniCluster|HPC|Kwok|Operator' -benchtime $${BENCHTIME:-3x} ./test/e2e/...
 	@# Sizes 6 to 64 and the overlay shapes at 64, once each (BENCH_SIZES, BENCH_TOPOLOGIES).
 	KUBECONFIG=$${KUBECONFIG:-$(CLUSTER_DIR)/kubeconfig} go test -tags e2e -count=1 -timeout 90m -run '^$$' -bench 'Scale|Topology' -benchtime $${BENCH_SCALE_TIME:-1x} ./test/e2e/...
 

@@ -26,22 +26,27 @@ import (
 )
 
 // BenchmarkOperator: the chart next to the Flux Operator, in one run on the same cluster with
-// the same images: the application image without Flux and the flux-view image copied into each
-// pod (both defaults: the chart's flux.view.mode=copy, the operator's flux-view init container),
-// Fluxion on both sides. The operator is the source snapshot in ../shared/flux-operator, built
-// by ci/operator/build.sh and run out of cluster by this benchmark (its manager process, the
+// the same images: the application image without Flux and the flux-view image, Fluxion on every
+// side. Three sides: the operator (its flux-view init container copies the view into each pod,
+// and its container copies the software once more), the chart's default (flux.view.mode=auto:
+// the view image mounted on Kubernetes >= 1.35) and the chart copying the view as the operator
+// does (flux.view.mode=copy, once). The operator is the source snapshot in ../shared/flux-operator,
+// built by ci/operator/build.sh and run out of cluster by this benchmark (its manager process, the
 // MiniCluster CRD applied first and deleted at the end). At each size of BENCH_OPERATOR_SIZES
-// (default 6,16), every step runs on both sides in turn, the side that goes first alternating
-// from one iteration to the next, each in a new namespace; the floors (a bare indexed Job) run
-// in the same iteration. The end prints the medians, the ratios chart/operator and the issue's
-// targets.
+// (default 6,16), every step runs on every side in turn, the side that goes first rotating from
+// one iteration to the next, each in a new namespace; the floors (a bare indexed Job) run in the
+// same iteration. The end prints the medians, the ratios to the operator and the targets.
 //
 // Flux in the application image cannot be compared: the operator always mounts an emptyDir at
 // /opt/software, which hides a Flux installed there (as the project's flux image has it, in the
 // flux-view images' layout); with the operator Flux must sit elsewhere in the image.
 func BenchmarkOperator(b *testing.B) {
 	op := startOperator(b)
-	sides := []benchSide{chartSide{helm: envOr("BENCH_HELM", helm4)}, op}
+	helm := envOr("BENCH_HELM", helm4)
+	// The operator, the chart's default (auto: the view image mounted on Kubernetes >= 1.35) and
+	// the chart copying the view as the operator does.
+	sides := []benchSide{op, chartSide{helm: helm, label: "chart"},
+		chartSide{helm: helm, label: "chart-copy", set: []string{"--set", "flux.view.mode=copy"}}}
 	sizes := benchSizes(b, "BENCH_OPERATOR_SIZES", "6,16")
 	for _, s := range sides { // untimed: every node pulls the images once
 		ns := newNamespace(b, "warm-"+s.name())
@@ -53,28 +58,28 @@ func BenchmarkOperator(b *testing.B) {
 	iteration := 0
 	for b.Loop() {
 		for _, size := range sizes {
-			var run opRun
-			run.floor = operatorFloor(b, size)
-			order := sides
-			if iteration%2 == 1 {
-				order = []benchSide{sides[1], sides[0]}
+			run := opRun{floor: operatorFloor(b, size), sides: map[string]sideTimes{}}
+			// Each iteration starts with the next side.
+			var order []string
+			for i := range sides {
+				s := sides[(i+iteration)%len(sides)]
+				run.sides[s.name()] = timeSide(b, s, size)
+				order = append(order, s.name())
 			}
-			for _, s := range order {
-				t := timeSide(b, s, size)
-				if s == sides[0] {
-					run.chart = t
-				} else {
-					run.operator = t
-				}
+			fmt.Printf("%s: size %d, run %d (order %v): floor %s\n", b.Name(), size, len(runs[size])+1, order, run.floor)
+			for _, s := range sides {
+				fmt.Printf("  %s: %s\n", s.name(), run.sides[s.name()])
 			}
-			fmt.Printf("%s: size %d, run %d (%s first): floor %s; chart %s; operator %s\n", b.Name(), size,
-				len(runs[size])+1, order[0].name(), run.floor, run.chart, run.operator)
 			runs[size] = append(runs[size], run)
 		}
 		iteration++
 	}
+	var names []string
+	for _, s := range sides {
+		names = append(names, s.name())
+	}
 	for _, size := range sizes {
-		fmt.Print(operatorTable(size, runs[size]))
+		fmt.Print(operatorTable(size, names, runs[size]))
 	}
 }
 
@@ -106,10 +111,10 @@ func (t sideTimes) String() string {
 		t.interactive.Seconds(), t.resize.Seconds(), t.resizeCmd.Seconds(), t.removeRunning.Seconds())
 }
 
-// opRun is one iteration at one size: the floor and both sides.
+// opRun is one iteration at one size: the floor and each side by name.
 type opRun struct {
-	floor           floorTimes
-	chart, operator sideTimes
+	floor floorTimes
+	sides map[string]sideTimes
 }
 
 // floorTimes: a bare indexed Job with its headless Service, the same Kubernetes steps without
@@ -346,12 +351,16 @@ func timed(b *testing.B, stdin string, name string, args ...string) time.Duratio
 }
 
 // chartSide: the chart, installed with helm (Helm 4 unless BENCH_HELM names another CLI).
-type chartSide struct{ helm string }
+type chartSide struct {
+	helm  string
+	label string   // its name in the table
+	set   []string // its values beside the images and sizes
+}
 
-func (chartSide) name() string { return "chart" }
+func (c chartSide) name() string { return c.label }
 
 func (c chartSide) create(b *testing.B, ns string, size, maxSize int, command string) time.Duration {
-	args := slices.Concat([]string{"install", benchJob, chartDir, "--namespace", ns}, testImages,
+	args := slices.Concat([]string{"install", benchJob, chartDir, "--namespace", ns}, testImages, c.set,
 		[]string{"--set", fmt.Sprintf("size=%d,maxSize=%d", size, maxSize)})
 	if command != "" {
 		args = append(args, "--set", fmt.Sprintf("tasks=%d", size), "--set-string", "command="+command)
@@ -503,23 +512,34 @@ func median(runs []opRun, pick func(opRun) time.Duration) time.Duration {
 	return (d[len(d)/2-1] + d[len(d)/2]) / 2
 }
 
-// operatorTable prints the medians at one size: floor, operator, chart, chart/operator and the
-// issue's target for each step.
-func operatorTable(size int, runs []opRun) string {
+// operatorTable prints the medians at one size: the floor, each side (the first is the
+// operator), each other side's ratio to the operator, and the target.
+func operatorTable(size int, sides []string, runs []opRun) string {
 	var s strings.Builder
-	fmt.Fprintf(&s, "\nsize %d, medians of %d runs, seconds | floor | operator | chart | chart/operator | target\n", size, len(runs))
+	fmt.Fprintf(&s, "\nsize %d, medians of %d runs, seconds | floor | %s", size, len(runs), strings.Join(sides, " | "))
+	for _, n := range sides[1:] {
+		fmt.Fprintf(&s, " | %s/%s", n, sides[0])
+	}
+	fmt.Fprintln(&s, " | target")
 	row := func(what string, floor func(opRun) time.Duration, pick func(sideTimes) time.Duration, target string) {
 		f := "-"
 		if floor != nil {
 			f = fmt.Sprintf("%.2f", median(runs, floor).Seconds())
 		}
-		o := median(runs, func(r opRun) time.Duration { return pick(r.operator) })
-		c := median(runs, func(r opRun) time.Duration { return pick(r.chart) })
-		ratio := "-"
-		if o > 0 {
-			ratio = strconv.FormatFloat(c.Seconds()/o.Seconds(), 'f', 2, 64)
+		fmt.Fprintf(&s, "%s | %s", what, f)
+		var m []time.Duration
+		for _, n := range sides {
+			m = append(m, median(runs, func(r opRun) time.Duration { return pick(r.sides[n]) }))
+			fmt.Fprintf(&s, " | %.2f", m[len(m)-1].Seconds())
 		}
-		fmt.Fprintf(&s, "%s | %s | %.2f | %.2f | %s | %s\n", what, f, o.Seconds(), c.Seconds(), ratio, target)
+		for _, d := range m[1:] {
+			ratio := "-"
+			if m[0] > 0 {
+				ratio = strconv.FormatFloat(d.Seconds()/m[0].Seconds(), 'f', 2, 64)
+			}
+			fmt.Fprintf(&s, " | %s", ratio)
+		}
+		fmt.Fprintf(&s, " | %s\n", target)
 	}
 	row("ephemeral create -> lead Succeeded", func(r opRun) time.Duration { return r.floor.completed },
 		func(t sideTimes) time.Duration { return t.ephemeral }, "<= 0.6x")
