@@ -58,7 +58,7 @@ func BenchmarkOperator(b *testing.B) {
 	iteration := 0
 	for b.Loop() {
 		for _, size := range sizes {
-			run := opRun{floor: operatorFloor(b, size), sides: map[string]sideTimes{}}
+			run := opRun{floor: operatorFloor(b, size, helm), sides: map[string]sideTimes{}}
 			// Each iteration starts with the next side.
 			var order []string
 			for i := range sides {
@@ -120,11 +120,17 @@ type opRun struct {
 // floorTimes: a bare indexed Job with its headless Service, the same Kubernetes steps without
 // Flux: pods that exit at once (index 0 Succeeded), pods that wait (all Running and listed),
 // parallelism size/2 -> size (the new pods Running), and the waiting Job deleted (pods gone).
-type floorTimes struct{ completed, running, resize, deleted time.Duration }
+// The helm floor: the same helm CLI installing, upgrading and uninstalling a chart of one
+// ConfigMap, what every Helm command costs before any chart's own objects.
+type floorTimes struct {
+	completed, running, resize, deleted     time.Duration
+	helmInstall, helmUpgrade, helmUninstall time.Duration
+}
 
 func (f floorTimes) String() string {
-	return fmt.Sprintf("completed %.2f, running %.2f, resize %.2f, deleted %.2f",
-		f.completed.Seconds(), f.running.Seconds(), f.resize.Seconds(), f.deleted.Seconds())
+	return fmt.Sprintf("completed %.2f, running %.2f, resize %.2f, deleted %.2f; helm install %.2f, upgrade %.2f, uninstall %.2f",
+		f.completed.Seconds(), f.running.Seconds(), f.resize.Seconds(), f.deleted.Seconds(),
+		f.helmInstall.Seconds(), f.helmUpgrade.Seconds(), f.helmUninstall.Seconds())
 }
 
 // timeSide runs the steps of one side at size, each MiniCluster in a new namespace.
@@ -173,10 +179,28 @@ func timeSide(b *testing.B, s benchSide, size int) sideTimes {
 	return t
 }
 
-// operatorFloor times the floor's steps at size.
-func operatorFloor(b *testing.B, size int) floorTimes {
+// operatorFloor times the floor's steps at size, and the helm floor with helm.
+func operatorFloor(b *testing.B, size int, helm string) floorTimes {
 	var f floorTimes
 	ns := newNamespace(b, "op-floor")
+	chart := b.TempDir()
+	for name, text := range map[string]string{
+		"Chart.yaml":               "apiVersion: v2\nname: floor\nversion: 0.1.0\n",
+		"templates/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  size: {{ .Values.size | quote }}\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(chart, name)), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(chart, name), []byte(text), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	f.helmInstall = timed(b, "", helm, "install", "floor", chart, "--namespace", ns, "--set", "size=2")
+	f.helmUpgrade = timed(b, "", helm, "upgrade", "floor", chart, "--namespace", ns, "--reuse-values", "--set", "size=3")
+	f.helmUninstall = timed(b, "", helm, "uninstall", "floor", "--namespace", ns)
+	deleteNamespace(b, ns)
+
+	ns = newNamespace(b, "op-floor")
 	start := time.Now()
 	createCompletingFloor(b, ns, "flux-sample", size)
 	waitLead(b, ns, corev1.PodSucceeded, 3*time.Minute)
@@ -543,15 +567,18 @@ func operatorTable(size int, sides []string, runs []opRun) string {
 	}
 	row("ephemeral create -> lead Succeeded", func(r opRun) time.Duration { return r.floor.completed },
 		func(t sideTimes) time.Duration { return t.ephemeral }, "<= 0.6x")
-	row("  the create command alone", nil, func(t sideTimes) time.Duration { return t.createCmd }, "chart <= 0.5 s")
+	row("  the create command alone (floor: helm, a one-ConfigMap chart)", func(r opRun) time.Duration { return r.floor.helmInstall },
+		func(t sideTimes) time.Duration { return t.createCmd }, "chart <= 0.5 s")
 	row("completed one removed -> nothing left", func(r opRun) time.Duration { return r.floor.deleted },
 		func(t sideTimes) time.Duration { return t.removeCompleted }, "<= 1x")
-	row("  the remove command alone", nil, func(t sideTimes) time.Duration { return t.removeCmd }, "chart <= 0.5 s")
+	row("  the remove command alone (floor: helm)", func(r opRun) time.Duration { return r.floor.helmUninstall },
+		func(t sideTimes) time.Duration { return t.removeCmd }, "chart <= 0.5 s")
 	row("interactive create -> all up in Flux", func(r opRun) time.Duration { return r.floor.running },
 		func(t sideTimes) time.Duration { return t.interactive }, "<= 0.6x")
 	row(fmt.Sprintf("resize %d -> %d -> new brokers up in Flux", size/2, size), func(r opRun) time.Duration { return r.floor.resize },
 		func(t sideTimes) time.Duration { return t.resize }, "<= 0.6x")
-	row("  the resize command alone", nil, func(t sideTimes) time.Duration { return t.resizeCmd }, "chart <= 0.5 s")
+	row("  the resize command alone (floor: helm)", func(r opRun) time.Duration { return r.floor.helmUpgrade },
+		func(t sideTimes) time.Duration { return t.resizeCmd }, "chart <= 0.5 s")
 	row("running one removed -> nothing left", func(r opRun) time.Duration { return r.floor.deleted },
 		func(t sideTimes) time.Duration { return t.removeRunning }, "<= 2 s or floor + 0.3 s")
 	return s.String()
