@@ -170,6 +170,7 @@ func jobSuspended(t testing.TB, ns, name string) (suspended bool, pods int) {
 // is uninstalled: nothing of it is left, its Workload neither.
 func TestKueue(t *testing.T) {
 	dyn := requireKueue(t)
+	t.Parallel()
 	ns := newNamespace(t, "kueue")
 	kueueQueue(t, dyn, ns, 8)
 	const size = 6
@@ -259,6 +260,7 @@ func TestKueue(t *testing.T) {
 // growth and shrinks at once. Helm 3 and Helm 4 (which applies server-side).
 func TestKueueResize(t *testing.T) {
 	dyn := requireKueue(t)
+	t.Parallel()
 	eachHelm(t, func(t *testing.T, helm string) {
 		ns := newNamespace(t, "kueue-resize")
 		kueueQueue(t, dyn, ns, 6)
