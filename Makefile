@@ -17,7 +17,7 @@ VERSION ?= $(shell cat VERSION)
 # spurious "context deadline exceeded" at its end on Go < 1.27 (golang/go#75804).
 FUZZ_TARGETS := ./keygen:FuzzParseCert:800000 ./postrender:FuzzRender:40000
 
-.PHONY: all deps build tools flux images push test unit lint fuzz e2e e2e-kwok cluster-up cluster-down kind-up kwok-up kwok-down demo bench bench-e2e release version
+.PHONY: all deps build tools flux images push test unit lint fuzz e2e e2e-kwok e2e-kueue cluster-up cluster-down kind-up kwok-up kwok-down kueue-up kueue-down demo bench bench-e2e release version
 
 all: build
 
@@ -106,6 +106,13 @@ e2e-kwok: build tools ## the end-to-end tests at scale (E2E_KWOK_SIZE=1000 broke
 	go run ./ci/push --registry "$$CLUSTER_REGISTRY/minicluster" --version $(VERSION) --insecure $(BIN)/images && \
 	KUBECONFIG=$(CLUSTER_DIR)/kubeconfig MINICLUSTER_REQUIRE_KWOK=1 go test -tags e2e -count=1 -timeout 40m -v -run 'Kwok' ./test/e2e/...
 
+e2e-kueue: build tools images ## the Kueue tests (queue.name) with real Flux on the local cluster: kueue-up, the tests, kueue-down (also when they fail)
+	bash ci/kueue/up.sh
+	export CLUSTER_REGISTRY=$$(source ci/cluster/lib.sh && echo "$$CLUSTER_REGISTRY"); \
+	go run ./ci/push --registry "$$CLUSTER_REGISTRY/minicluster" --version $(VERSION) --insecure $(BIN)/images && \
+	KUBECONFIG=$(CLUSTER_DIR)/kubeconfig MINICLUSTER_REQUIRE_KUEUE=1 go test -tags e2e -count=1 -timeout 30m -v -run 'Kueue' ./test/e2e/...; \
+	rc=$$?; bash ci/kueue/down.sh; exit $$rc
+
 bench-e2e: build tools images ## timings on the cluster in KUBECONFIG with real Flux, next to a bare indexed Job (the floor) and the Flux Operator; kwok at 1,000 on the local cluster
 	bash ci/operator/build.sh
 	if [ -S "$(CLUSTER_DIR)/run/containerd.sock" ] && [ "$${KUBECONFIG:-$(CLUSTER_DIR)/kubeconfig}" = "$(CLUSTER_DIR)/kubeconfig" ]; then bash ci/kwok/up.sh || exit 1; fi; \
@@ -130,6 +137,12 @@ kwok-up: ## KWOK_NODES simulated nodes (KWOK_MAX_PODS pods each, default 110) on
 
 kwok-down: ## stop kwok and delete its nodes
 	bash ci/kwok/down.sh
+
+kueue-up: ## Kueue (built from ../shared/kueue once, cached) in the local cluster, webhooks included; queue.name then queues a MiniCluster
+	bash ci/kueue/up.sh
+
+kueue-down: ## remove Kueue from the local cluster, its webhooks first (Jobs still queued stay suspended)
+	bash ci/kueue/down.sh
 
 kind-up: ## a kind cluster instead (needs Docker), with the images loaded
 	bash ci/cluster/kind-up.sh

@@ -112,10 +112,10 @@ func Release(ctx context.Context, client kubernetes.Interface, opts Options, log
 			fmt.Fprintf(log, "wait: release %s/%s: %s\n", opts.Namespace, opts.Release, st.state)
 			return nil
 		}
-		if st.unschedulable != "" && st.unschedulable != told {
-			fmt.Fprintf(log, "wait: release %s/%s: %s\n", opts.Namespace, opts.Release, st.unschedulable)
+		if st.tell != "" && st.tell != told {
+			fmt.Fprintf(log, "wait: release %s/%s: %s\n", opts.Namespace, opts.Release, st.tell)
 		}
-		pending, told = st.state, st.unschedulable
+		pending, told = st.state, st.tell
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("release %s/%s is not up: %s (%w)", opts.Namespace, opts.Release, pending, ctx.Err())
@@ -124,12 +124,16 @@ func Release(ctx context.Context, client kubernetes.Interface, opts Options, log
 	}
 }
 
-// status is what one look at the release found: done, or what is pending; unschedulable says
-// which broker pods no node can take and why (empty when none).
+// status is what one look at the release found: done, or what is pending; tell is what to say
+// on log as soon as it is seen (and again when it changes): which broker pods no node can take
+// and why, or that the Job waits in a queue (empty when neither).
 type status struct {
-	done                 bool
-	state, unschedulable string
+	done        bool
+	state, tell string
 }
+
+// QueueLabel is the label that puts a Job in a Kueue LocalQueue (the chart's queue.name).
+const QueueLabel = "kueue.x-k8s.io/queue-name"
 
 // shownPods is how many waiting pods a state names; a MiniCluster of 1,000 would give a page.
 const shownPods = 5
@@ -164,12 +168,21 @@ func look(ctx context.Context, client kubernetes.Interface, ns, release string) 
 			return status{}, fmt.Errorf("the broker Job %s/%s failed (%s): %s; kubectl logs -n %s job/%s shows the brokers' messages", ns, job.Name, c.Reason, c.Message, ns, job.Name)
 		}
 	}
+	if job.Spec.Suspend != nil && *job.Spec.Suspend {
+		// No pods until Kueue admits the Job (or whoever suspended it resumes it).
+		st := status{state: fmt.Sprintf(`the broker Job %s is suspended: no pods until it is resumed (kubectl patch job %s -n %s -p '{"spec":{"suspend":false}}')`, job.Name, job.Name, ns)}
+		if q := job.Labels[QueueLabel]; q != "" {
+			st.state = fmt.Sprintf("the broker Job %s is suspended by Kueue, waiting for admission in LocalQueue %s (no pods until its ClusterQueue has quota for all the brokers; kubectl get workloads -n %s says why it waits)", job.Name, q, ns)
+		}
+		st.tell = st.state
+		return st, nil
+	}
 	want := 1
 	if job.Spec.Parallelism != nil {
 		want = int(*job.Spec.Parallelism)
 	}
 	ready, waiting := 0, []string{}
-	var stuck []corev1.Pod
+	var stuck, held []corev1.Pod
 	for _, p := range pods.Items {
 		if p.Labels["batch.kubernetes.io/job-name"] != job.Name || p.DeletionTimestamp != nil {
 			continue
@@ -177,6 +190,8 @@ func look(ctx context.Context, client kubernetes.Interface, ns, release string) 
 		switch {
 		case isReady(p):
 			ready++
+		case len(p.Spec.SchedulingGates) > 0:
+			held = append(held, p)
 		case unschedulable(p) != nil:
 			stuck = append(stuck, p)
 		default:
@@ -189,8 +204,13 @@ func look(ctx context.Context, client kubernetes.Interface, ns, release string) 
 		return st, nil
 	}
 	if len(stuck) > 0 {
-		st.unschedulable = noNodeFits(stuck, want)
-		st.state += "; " + st.unschedulable
+		st.tell = noNodeFits(stuck, want)
+		st.state += "; " + st.tell
+	}
+	if len(held) > 0 {
+		gated := gatedPods(held, want, job.Labels[QueueLabel], ns)
+		st.tell = strings.TrimPrefix(st.tell+"; "+gated, "; ")
+		st.state += "; " + gated
 	}
 	if len(waiting) > 0 {
 		slices.Sort(waiting)
@@ -223,6 +243,22 @@ func noNodeFits(stuck []corev1.Pod, size int) string {
 	return fmt.Sprintf("%d broker pods Pending because no node fits them; the scheduler says (pod %s): %q; "+
 		"make room for %d broker pods (more or larger nodes, or fewer other pods; check nodeSelector, tolerations and resources), or resize to fewer brokers",
 		len(stuck), stuck[0].Name, strings.TrimSpace(c.Message), size)
+}
+
+// ElasticJobGate is the scheduling gate Kueue puts on the pods of an elastic Job until it
+// admits them: on a resize, the new brokers' pods wait on it for quota.
+const ElasticJobGate = "kueue.x-k8s.io/elastic-job"
+
+// gatedPods says how many broker pods wait on a scheduling gate, which one, and, for Kueue's,
+// that the queue has no quota yet for the new size.
+func gatedPods(held []corev1.Pod, size int, queue, ns string) string {
+	slices.SortFunc(held, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	gate := held[0].Spec.SchedulingGates[0].Name
+	if gate == ElasticJobGate {
+		return fmt.Sprintf("%d broker pods (%s...) wait for Kueue to admit size %d: LocalQueue %s has no quota for them yet, while the other brokers run "+
+			"(kubectl get workloads -n %s says why; resize to fewer brokers to cancel)", len(held), held[0].Name, size, queue, ns)
+	}
+	return fmt.Sprintf("%d broker pods (%s...) are held by the scheduling gate %s, which whoever set it must remove", len(held), held[0].Name, gate)
 }
 
 // pullQPSExceeded is the kubelet's message for a pull it throttled.

@@ -188,3 +188,61 @@ func TestWaitSaysWhenNoNodeFits(t *testing.T) {
 		t.Errorf("the log says %d times that no node fits (want once, with the scheduler's reason):\n%s", n, log)
 	}
 }
+
+// A broker Job that Kueue holds (queue.name set, not yet admitted) has no pods: kube wait says
+// once that it waits for admission, in which LocalQueue, and keeps waiting; its timeout error
+// says the same. A Job suspended without a queue label is named as such, with how to resume it.
+func TestWaitSaysSuspendedByKueue(t *testing.T) {
+	queued := brokerJob(6)
+	queued.Labels[QueueLabel] = "brokers"
+	queued.Spec.Suspend = new(true)
+	log, err := runWait(t, 200*time.Millisecond, queued)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want a timeout: a queued MiniCluster is waited for", err)
+	}
+	want := "the broker Job mc is suspended by Kueue, waiting for admission in LocalQueue brokers"
+	if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "kubectl get workloads -n ns") {
+		t.Errorf("the error lacks %q and kubectl get workloads:\n%v", want, err)
+	}
+	if n := strings.Count(log, want); n != 1 {
+		t.Errorf("the log says %d times that the Job waits for admission (want once):\n%s", n, log)
+	}
+
+	plain := brokerJob(6)
+	plain.Spec.Suspend = new(true)
+	if _, err := runWait(t, 100*time.Millisecond, plain); err == nil || !strings.Contains(err.Error(), "the broker Job mc is suspended: no pods until it is resumed") {
+		t.Errorf("suspended without a queue: %v", err)
+	}
+	// Admitted: Kueue resumes the Job and its pods count as before.
+	queued.Spec.Suspend = new(false)
+	if log, err := runWait(t, 5*time.Second, queued, brokerPod(0, true, nil), brokerPod(1, true, nil), brokerPod(2, true, nil),
+		brokerPod(3, true, nil), brokerPod(4, true, nil), brokerPod(5, true, nil)); err != nil || !strings.Contains(log, "6 of 6 broker pods ready") {
+		t.Errorf("admitted: %v, log %q", err, log)
+	}
+}
+
+// A resize past the queue's quota: the new brokers' pods wait on Kueue's scheduling gate while
+// the others run; kube wait says so once and keeps waiting.
+func TestWaitSaysWhenKueueHoldsANewSize(t *testing.T) {
+	job := brokerJob(8)
+	job.Labels[QueueLabel] = "brokers"
+	objs := []runtime.Object{job}
+	for i := range 8 {
+		p := brokerPod(i, i < 6, nil)
+		if i >= 6 {
+			p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: ElasticJobGate}}
+		}
+		objs = append(objs, p)
+	}
+	log, err := runWait(t, 200*time.Millisecond, objs...)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want a timeout", err)
+	}
+	want := "2 broker pods (mc-6...) wait for Kueue to admit size 8: LocalQueue brokers has no quota for them yet"
+	if !strings.Contains(err.Error(), "6 of 8 broker pods ready; "+want) {
+		t.Errorf("the error lacks %q:\n%v", want, err)
+	}
+	if n := strings.Count(log, want); n != 1 {
+		t.Errorf("the log says it %d times, want once:\n%s", n, log)
+	}
+}

@@ -39,6 +39,11 @@
 {{- end -}}
 {{- end -}}
 {{- include "minicluster.validatePod" . -}}
+{{- with .Values.queue.name -}}
+{{- if not (and (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" .) (le (len .) 63)) -}}
+{{- fail (printf "queue.name=%q is not a DNS label, so it cannot name a Kueue LocalQueue: use at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit (the name of a LocalQueue in namespace %s: kubectl get localqueues -n %s)" . $.Release.Namespace $.Release.Namespace) -}}
+{{- end -}}
+{{- end -}}
 {{- include "minicluster.validateUpgrade" . -}}
 {{- end -}}
 
@@ -127,6 +132,10 @@ cleanupTimeout none there is no bound of Flux's own: the grace period is the lim
 {{- $live := include "minicluster.liveJob" . | fromJson -}}
 {{- if $live -}}
 {{- $recreate := printf "Kubernetes cannot change a running Job's pod template, so only size can change on a running MiniCluster (up to its maxSize). To apply this change, recreate it: helm uninstall %s -n %s, then helm install again with the new values" $name .Release.Namespace -}}
+{{- $liveQueue := dig "metadata" "labels" "kueue.x-k8s.io/queue-name" "" $live -}}
+{{- if ne $liveQueue .Values.queue.name -}}
+{{- fail (printf "queue.name=%q differs from the running MiniCluster's queue %q, which is fixed at install (Kueue does not move a started Job to another queue). %s" .Values.queue.name $liveQueue $recreate) -}}
+{{- end -}}
 {{- $liveMax := dig "metadata" "annotations" "minicluster.dev/max-size" "" $live -}}
 {{- if and $liveMax (ne (int .Values.maxSize) 0) (ne (int .Values.maxSize) (int $liveMax)) -}}
 {{- fail (printf "maxSize=%d differs from the running MiniCluster's maxSize=%s, which is fixed at install (it is the host list every broker has). %s" (int .Values.maxSize) $liveMax $recreate) -}}
