@@ -22,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/utils/ptr"
 )
 
 // BenchmarkOperator: the chart next to the Flux Operator, in one run on the same cluster with
@@ -227,15 +226,7 @@ func operatorFloor(b *testing.B, size int, helm string) floorTimes {
 	scale(size)
 	ready(size)
 	f.resize = time.Since(start)
-	start = time.Now()
-	if err := kube.BatchV1().Jobs(ns).Delete(context.Background(), "floor", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
-		b.Fatal(err)
-	}
-	eventuallyFast(b, 2*time.Minute, "floor pods gone", func() (bool, string) {
-		n, err := podCount(ns)
-		return err == nil && n == 0, fmt.Sprintf("%d pods (%v)", n, err)
-	})
-	f.deleted = time.Since(start)
+	f.deleted = deleteFloor(b, ns, "floor", 2*time.Minute)
 	deleteNamespace(b, ns)
 	return f
 }

@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 )
 
 // BenchmarkScale: real Flux at sizes 6, 16, 32 and 64 (BENCH_SIZES), the view image mounted
@@ -125,15 +124,7 @@ func scaleFloor(b *testing.B, size int) scaleTimes {
 	}
 	t.resize = time.Since(start)
 
-	start = time.Now()
-	if err := kube.BatchV1().Jobs(ns).Delete(context.Background(), "floor", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
-		b.Fatal(err)
-	}
-	eventuallyFast(b, 5*time.Minute, "no floor pod left", func() (bool, string) {
-		pods, err := kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
-		return err == nil && len(pods.Items) == 0, fmt.Sprintf("%d pods left (%v)", len(pods.Items), err)
-	})
-	t.down = time.Since(start)
+	t.down = deleteFloor(b, ns, "floor", 5*time.Minute)
 	deleteNamespace(b, ns)
 	return t
 }

@@ -99,15 +99,7 @@ func BenchmarkMiniCluster(b *testing.B) {
 		var run runTimes
 		run.floor = time.Since(start)
 		// The uninstall floor: the bare Job deleted as Helm deletes one, until its pods are gone.
-		start = time.Now()
-		if err := kube.BatchV1().Jobs(ns).Delete(context.Background(), "floor", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
-			b.Fatal(err)
-		}
-		eventuallyFast(b, 2*time.Minute, "floor pods gone", func() (bool, string) {
-			pods, err := kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "job-name=floor"})
-			return err == nil && len(pods.Items) == 0, fmt.Sprintf("%v", err)
-		})
-		run.floorUninstall = time.Since(start)
+		run.floorUninstall = deleteFloor(b, ns, "floor", 2*time.Minute)
 		// Each step starts on a quiet node: what the one before left (pods, their volumes) is gone.
 		deleteNamespace(b, ns)
 
@@ -371,6 +363,20 @@ func createFloor(b *testing.B, ns, name string, size int) {
 	if _, err := kube.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// deleteFloor deletes the floor's Job as Helm deletes one (background propagation) and returns
+// how long until no pod is left in ns.
+func deleteFloor(b *testing.B, ns, name string, within time.Duration) time.Duration {
+	start := time.Now()
+	if err := kube.BatchV1().Jobs(ns).Delete(context.Background(), name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
+		b.Fatal(err)
+	}
+	eventuallyFast(b, within, "no floor pod left", func() (bool, string) {
+		pods, err := kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+		return err == nil && len(pods.Items) == 0, fmt.Sprintf("%d pods left (%v)", len(pods.Items), err)
+	})
+	return time.Since(start)
 }
 
 // warmUp runs one ephemeral MiniCluster to its end, untimed, so that the timed runs find the
