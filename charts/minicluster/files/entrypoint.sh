@@ -141,8 +141,28 @@ fi
 # exits with its modules loaded waits 10 s for each of them (flux-core 0.88).
 # A worker's rc3 leaves rc3-done in its rundir as it ends (see stop_broker).
 rc3_done=$run/flux/rc3-done
+# flux.state (MINICLUSTER_STATE, the lead's): the lead restores the archive an earlier lead
+# left there, and its rc3 dumps the content store to a temporary name (with the archive's
+# extension: flux dump picks the format from it) that only a whole rc3 renames to the archive,
+# so that a dump that fails or is cut short never replaces a good archive.
+state=
+rc3_started=$run/flux/rc3-started
+if [ "$index" -eq 0 ] && [ -n "${MINICLUSTER_STATE:-}" ]; then
+  state=$MINICLUSTER_STATE
+  state_tmp=$(dirname "$state")/.partial-$(basename "$state")
+  rm -f "$state_tmp"
+  if [ -s "$state" ]; then
+    log "flux.state: restoring Flux's state from $state ($(wc -c < "$state") bytes)"
+    set -- "$@" -Scontent.restore="$state"
+  else
+    log "flux.state: no archive at $state yet: Flux starts empty"
+  fi
+  set -- "$@" -Scontent.dump="$state_tmp"
+fi
 if rc3=$(flux config builtin rc3_path 2>/dev/null) && [ -n "$rc3" ]; then
-  if [ "$index" -eq 0 ]; then
+  if [ -n "$state" ]; then
+    set -- "$@" -Sbroker.rc3_path="trap '' HUP; : > $rc3_started; $rc3; status=\$?; if [ \$status -eq 0 ] && [ -s $state_tmp ]; then sync $state_tmp 2>/dev/null; mv -f $state_tmp $state && echo \"minicluster: flux.state: dumped to $state\" >&2; else echo \"minicluster: flux.state: rc3 failed (status \$status): the content dump did not finish; keeping the previous archive\" >&2; rm -f $state_tmp; fi; : > $rc3_done; exit \$status"
+  elif [ "$index" -eq 0 ]; then
     set -- "$@" -Sbroker.rc3_path="trap '' HUP; $rc3"
   else
     set -- "$@" -Sbroker.rc3_path="trap '' HUP; $rc3; status=\$?; : > $rc3_done; exit \$status"
@@ -171,7 +191,13 @@ fast_exit=false
 if [ "$ephemeral_lead" = true ] && [ "$MINICLUSTER_EPHEMERAL_EXIT" = fast ]; then
   case $MINICLUSTER_BROKER_OPTIONS in
     *content.dump*) log "flux.ephemeralExit=fast: brokerOptions ask for a content dump, which needs Flux's whole shutdown: taking it" ;;
-    *) fast_exit=true ;;
+    *)
+      if [ -n "$state" ]; then
+        log "flux.ephemeralExit=fast: flux.state dumps the content store, which needs Flux's whole shutdown: taking it"
+      else
+        fast_exit=true
+      fi
+      ;;
   esac
 fi
 if [ "$fast_exit" = true ]; then
@@ -221,6 +247,29 @@ kill_after_rc3() {
     fi
   ) 3<&- 4<&- &
 }
+# flux.state: once the lead's job clean-up is over and its rc3 (the dump) has started, the
+# broker has MINICLUSTER_STATE_DUMP_TIMEOUT seconds to finish it, so that a dump that hangs
+# ends the pod within terminationGracePeriodSeconds, keeping the previous archive; after a
+# failed rc3 (modules still loaded) the broker is killed 2 s later, as a worker's.
+bound_dump() {
+  (
+    until [ -e "$rc3_started" ] || ! kill -0 "$pid" 2>/dev/null; do pause; done
+    deadline=$(($(date +%s) + ${MINICLUSTER_STATE_DUMP_TIMEOUT:-10}))
+    until [ -e "$rc3_done" ] || ! kill -0 "$pid" 2>/dev/null; do
+      if [ "$(date +%s)" -ge "$deadline" ]; then
+        log "flux.state: the broker's rc3 (the content dump) has taken more than flux.state.dumpTimeoutSeconds=${MINICLUSTER_STATE_DUMP_TIMEOUT:-10}: killing it; the previous archive is kept"
+        kill -KILL "$pid" 2>/dev/null || true
+        exit 0
+      fi
+      pause
+    done
+    sleep 2
+    if kill -0 "$pid" 2>/dev/null; then
+      log "flux.state: the broker's rc3 ended 2 s ago but the broker has not exited: killing it"
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+  ) 3<&- 4<&- &
+}
 stop_broker() {
   if [ "$kill_unjoined" = true ] && [ ! -e "$joined_mark" ]; then
     log "SIGTERM: the broker has not joined its parent yet: killing it"
@@ -229,6 +278,7 @@ stop_broker() {
     log "SIGTERM: stopping the broker"
     kill -TERM "$pid" 2>/dev/null || true
     if [ "$index" -ne 0 ]; then kill_after_rc3; fi
+    if [ -n "$state" ]; then bound_dump; fi
   fi
 }
 
