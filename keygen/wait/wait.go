@@ -1,7 +1,8 @@
 // Package wait is what a user runs after helm install or upgrade (`flux-keygen kube wait`):
 // Release watches the release's pods until its MiniCluster is up, and says at once, with the
 // fix, when a container cannot pull its image (PullError) or the Job fails, which Helm cannot
-// report for a Job. It only lists pods and Jobs.
+// report for a Job, or that a PersistentVolumeClaim the brokers mount stays Pending and why
+// (claims.go). It only reads.
 package wait
 
 import (
@@ -102,7 +103,7 @@ func Release(ctx context.Context, client kubernetes.Interface, opts Options, log
 		poll = time.Second
 	}
 	release := "app.kubernetes.io/instance=" + opts.Release
-	pending, told := "nothing listed yet", ""
+	pending, told, toldClaims := "nothing listed yet", "", ""
 	for {
 		st, err := look(ctx, client, opts.Namespace, release)
 		if err != nil {
@@ -115,6 +116,10 @@ func Release(ctx context.Context, client kubernetes.Interface, opts Options, log
 		if st.unschedulable != "" && st.unschedulable != told {
 			fmt.Fprintf(log, "wait: release %s/%s: %s\n", opts.Namespace, opts.Release, st.unschedulable)
 		}
+		if st.claims != "" && st.claims != toldClaims {
+			fmt.Fprintf(log, "wait: release %s/%s: %s\n", opts.Namespace, opts.Release, st.claims)
+		}
+		toldClaims = st.claims
 		pending, told = st.state, st.unschedulable
 		select {
 		case <-ctx.Done():
@@ -127,8 +132,8 @@ func Release(ctx context.Context, client kubernetes.Interface, opts Options, log
 // status is what one look at the release found: done, or what is pending; unschedulable says
 // which broker pods no node can take and why (empty when none).
 type status struct {
-	done                 bool
-	state, unschedulable string
+	done                         bool
+	state, unschedulable, claims string
 }
 
 // shownPods is how many waiting pods a state names; a MiniCluster of 1,000 would give a page.
@@ -188,7 +193,16 @@ func look(ctx context.Context, client kubernetes.Interface, ns, release string) 
 		st.done = true
 		return st, nil
 	}
-	if len(stuck) > 0 {
+	// A claim the pods mount (flux.state) that stays Pending: say why, rather than that no
+	// node fits them (the scheduler's "unbound immediate PersistentVolumeClaims").
+	if len(stuck)+len(waiting) > 0 {
+		if st.claims, err = claims(ctx, client, ns, pods.Items); err != nil {
+			return status{}, err
+		}
+	}
+	if st.claims != "" {
+		st.state += "; " + st.claims
+	} else if len(stuck) > 0 {
 		st.unschedulable = noNodeFits(stuck, want)
 		st.state += "; " + st.unschedulable
 	}
