@@ -133,6 +133,9 @@ func TestState(t *testing.T) {
 	t.Logf("install again: Flux up with the state in %.1fs; the lead's rc1 (the restore included) took %s", time.Since(start).Seconds(), rcSeconds(log, "1"))
 	checkJobsListed(t, ns, lead, strings.Fields(ids)...)
 	checkAttach(t, ns, lead, id1, w1)
+	if out, err := r.upgrade("--set", "flux.state.dumpTimeoutSeconds=5"); err == nil || !strings.Contains(out, "only size can change on a running MiniCluster") {
+		t.Errorf("helm upgrade changing flux.state: %v, want it refused (only size can change)", err)
+	}
 
 	// The lead pod deleted: the Job's new lead restores what the old one dumped.
 	w3 := word("again")
