@@ -163,6 +163,48 @@ func TestState(t *testing.T) {
 	checkAttach(t, ns, lead, id3, w3)
 	checkAttach(t, ns, lead, id1, w1)
 
+	// A dump that hangs (a FIFO at its temporary name: flux dump blocks opening it, as on a
+	// stuck file server) or fails (a directory there) ends the lead's pod well within the grace
+	// period, and keeps the archive of the previous dump: the job submitted since is not restored.
+	ids = strings.Join(append(strings.Fields(ids), id3), " ")
+	for _, c := range []struct{ name, prep, want string }{
+		{"hangs", "mkfifo", "has taken more than flux.state.dumpTimeoutSeconds=10: killing it; the previous archive is kept"},
+		{"fails", "mkdir", "the content dump did not finish; keeping the previous archive"},
+	} {
+		if out, stderr, err := execIn(ns, lead, "flux", c.prep, "/minicluster/state/.partial-flux-content.tgz"); err != nil {
+			t.Fatalf("%s: %v\n%s%s", c.prep, err, out, stderr)
+		}
+		lost := stateJob(t, ns, lead, word("lost"))
+		follow = followLogs(t, ns, lead, "flux")
+		start = time.Now()
+		if err := kube.CoreV1().Pods(ns).Delete(ctx, lead, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		log = follow()
+		stopped := time.Since(start)
+		t.Logf("a dump that %s: the lead's container ended %.1fs after its deletion (grace period 30 s)", c.name, stopped.Seconds())
+		if !strings.Contains(log, c.want) {
+			t.Errorf("a dump that %s: the lead's log lacks %q:\n%s", c.name, c.want, log)
+		}
+		if stopped > 20*time.Second {
+			t.Errorf("a dump that %s: the lead took %.1fs to stop, want it within flux.state.dumpTimeoutSeconds (10 s) + a few", c.name, stopped.Seconds())
+		}
+		old := lead
+		eventually(t, wiringTimeout, "a new lead", func() (bool, string) {
+			p, _, err := brokerPods(ns, r.name)
+			if err != nil {
+				return false, err.Error()
+			}
+			return p[0].Name != "" && p[0].Name != old, "lead " + p[0].Name
+		})
+		pods = waitFluxUp(t, ns, r.name, 2, 16, wiringTimeout)
+		lead = pods[0].Name
+		checkJobsListed(t, ns, lead, strings.Fields(ids)...)
+		if out, _, _ := fluxIn(ns, lead, "jobs", "-a", "--no-header", "--format", "{id.f58}"); slices.Contains(strings.Fields(out), lost) {
+			t.Errorf("a dump that %s: job %s, submitted after the last good dump, was restored: the archive was replaced", c.name, lost)
+		}
+	}
+
 	r.uninstallToNothing()
 	// The claim outlives the release until it is deleted; its volume goes with it.
 	pvc, err = pvcs.Get(ctx, claim, metav1.GetOptions{})

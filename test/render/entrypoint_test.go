@@ -535,6 +535,23 @@ func TestEntrypointBrokerThatCannotStart(t *testing.T) {
 	}
 }
 
+// A worker that has joined once keeps trying after quick failures: a lead that is still
+// stopping (a long rc3, such as flux.state's content dump) turns it away at once each time.
+func TestEntrypointWorkerThatJoinedKeepsRejoining(t *testing.T) {
+	t.Parallel()
+	p := newPod(t, helmtest.Options{}, 1)
+	for i, e := range p.env {
+		if strings.HasPrefix(e, "MINICLUSTER_REJOIN=") {
+			p.env[i] = "MINICLUSTER_REJOIN=false" // the last run's exit 0 ends the script
+		}
+	}
+	p.brokers(t, "1 0 0 joined", "1 0", "1 0", "1 0", "0 0")
+	status, out := p.run(t)
+	assert.Equal(t, 0, status, out)
+	assert.Len(t, p.brokerRuns(t), 5, out)
+	assert.NotContains(t, out, "a config or certificate problem")
+}
+
 func TestEntrypointBrokerOptionsStayWhole(t *testing.T) {
 	t.Parallel()
 	values := filepath.Join(t.TempDir(), "values.yaml")

@@ -150,7 +150,7 @@ rc3_started=$run/flux/rc3-started
 if [ "$index" -eq 0 ] && [ -n "${MINICLUSTER_STATE:-}" ]; then
   state=$MINICLUSTER_STATE
   state_tmp=$(dirname "$state")/.partial-$(basename "$state")
-  rm -f "$state_tmp"
+  rm -rf "$state_tmp"
   if [ -s "$state" ]; then
     log "flux.state: restoring Flux's state from $state ($(wc -c < "$state") bytes)"
     set -- "$@" -Scontent.restore="$state"
@@ -296,6 +296,7 @@ on_term() {
 }
 trap on_term TERM INT
 quick_failures=0
+joined_once=false
 while :; do
   rm -rf "$run/flux" "$command_status"
   mkdir -m 0700 "$run/flux"
@@ -312,6 +313,8 @@ while :; do
     wait "$pid" 2>/dev/null || status=$?
   done
   pid=
+  # A worker that has joined its parent once has a config and a certificate that work.
+  if [ -e "$joined_mark" ]; then joined_once=true; fi
   if [ -n "$stopping" ]; then
     exit 143
   fi
@@ -337,6 +340,9 @@ while :; do
     else
       quick_failures=1
     fi
+    # Quick failures after a join are the lead's doing, not a config problem: a lead still
+    # stopping (its rc3, such as a long content dump) turns a rejoining worker away at once.
+    if [ "$joined_once" = true ]; then quick_failures=0; fi
     if [ "$quick_failures" -ge 3 ]; then
       die "flux broker failed $quick_failures times in a row within 10 s of starting (last exit status $status): a config or certificate problem a retry cannot fix; its messages are above"
     fi
