@@ -226,3 +226,38 @@ func TestState(t *testing.T) {
 		return apierrors.IsNotFound(err), fmt.Sprintf("volume %s: %v", volume, err)
 	})
 }
+
+// TestStateEphemeral: an ephemeral MiniCluster with flux.state takes Flux's full shutdown even
+// with flux.ephemeralExit=fast (the default), dumps when its command ends, and the next install
+// of the same release finds the earlier run's job.
+func TestStateEphemeral(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t, "state-eph")
+	r := newRelease(t, ns, "flux-sample", helm4)
+	w := word("eph")
+	args := []string{"--set", "size=2,flux.state.enabled=true,flux.state.storageClassName=" + envOr("E2E_STORAGE_CLASS", "local-path"),
+		"--set-string", "command=flux jobs -a --no-header --format 'earlier {id.f58}'; flux run -N 2 --label-io echo " + w}
+	var first string
+	for run := 1; run <= 2; run++ {
+		r.install(args...)
+		waitLeadEnded(t, r, 3*time.Minute)
+		waitJobComplete(t, r, time.Minute)
+		log := leadLog(t, r)
+		for _, want := range []string{"0: " + w, "1: " + w, "flux.ephemeralExit=fast: flux.state dumps the content store, which needs Flux's whole shutdown: taking it",
+			"flux.state: dumped to /minicluster/state/flux-content.tgz"} {
+			if !strings.Contains(log, want) {
+				t.Errorf("run %d: the lead's log lacks %q:\n%s", run, want, log)
+			}
+		}
+		t.Logf("run %d: the lead's rc1 took %s, its rc3 %s", run, rcSeconds(log, "1"), rcSeconds(log, "3"))
+		if run == 1 {
+			first = log
+		} else if !strings.Contains(log, "earlier ") {
+			t.Errorf("the second run's flux jobs -a listed no job of the first run:\n%s\nfirst run:\n%s", log, first)
+		}
+		r.uninstallToNothing()
+	}
+	if err := kube.CoreV1().PersistentVolumeClaims(ns).Delete(context.Background(), r.name+"-state", metav1.DeleteOptions{}); err != nil {
+		t.Errorf("delete the kept claim: %v", err)
+	}
+}
