@@ -150,6 +150,8 @@ rc3_started=$run/flux/rc3-started
 if [ "$index" -eq 0 ] && [ -n "${MINICLUSTER_STATE:-}" ]; then
   state=$MINICLUSTER_STATE
   state_tmp=$(dirname "$state")/.partial-$(basename "$state")
+  [ -w "$(dirname "$state")" ] ||
+    die "flux.state: the claim mounted at $(dirname "$state") is not writable by user $(id -u), whom Flux runs as, so no dump could be kept: give the pods podSecurityContext.fsGroup (most storage makes the volume group-writable then), or a claim this user may write"
   rm -rf "$state_tmp"
   if [ -s "$state" ]; then
     log "flux.state: restoring Flux's state from $state ($(wc -c < "$state") bytes)"
