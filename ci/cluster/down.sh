@@ -80,7 +80,7 @@ done
 
 step "control plane"
 # 3. The rest, in reverse start order.
-for name in coredns kube-scheduler kube-controller-manager kube-apiserver etcd; do stop "$name"; done
+for name in provisioner coredns kube-scheduler kube-controller-manager kube-apiserver etcd; do stop "$name"; done
 for k in "${nodes[@]}"; do node_vars "$k" && stop "containerd$N_SFX"; done
 # The registry lives in the namespace too: it goes before the namespace does.
 CLUSTER_DIR=$CLUSTER_DIR bash "$(dirname "${BASH_SOURCE[0]}")/../registry/down.sh" | grep -v 'not running'

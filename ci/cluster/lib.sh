@@ -48,7 +48,7 @@ PID_DIR=$CLUSTER_DIR/run
 CONF=$CLUSTER_DIR/conf
 PKI=$CLUSTER_DIR/pki
 # Start order; down.sh stops them in reverse.
-COMPONENTS=(containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy coredns)
+COMPONENTS=(containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy coredns provisioner)
 # The number of nodes up.sh started (NODES=...), kept for down.sh and later runs of up.sh.
 NODES_FILE=$PID_DIR/nodes
 MAX_NODES=9

@@ -3,7 +3,8 @@
 # kube-controller-manager, kube-scheduler, kubelet, kube-proxy (iptables), CoreDNS, a
 # containerd of its own and a plain-HTTP image registry on the node IP that containerd pulls
 # from, all inside their own network namespace, reachable from the host through a veth pair and
-# host routes (node network, pod and service ranges). State and logs: $CLUSTER_DIR.
+# host routes (node network, pod and service ranges), and a default StorageClass local-path
+# (ci/cluster/provisioner: hostPath volumes under $CLUSTER_DIR/volumes). State and logs: $CLUSTER_DIR.
 # NODES=N (1-9, default 1) adds N-1 nodes, each a kubelet, kube-proxy and containerd of its own
 # in a network namespace of its own, on a bridge with the first; every node routes to the
 # others' pod ranges, so traffic between pods on two nodes crosses a (virtual) link.
@@ -542,8 +543,28 @@ for ((k = 2; k <= NODES; k++)); do
 	wait_for "kube-proxy$N_SFX" 60 "the kubernetes Service IP $API_SERVICE_IP from node $N_NAME" service_ip_open "$N_NS"
 done
 
-trap - EXIT
 mark Service-IP
+# ---- storage: hostPath volumes under $CLUSTER_DIR/volumes (ci/cluster/provisioner) ------------
+# A StorageClass local-path, the default, served by a small provisioner of the repository's own
+# on the host: every node shares the host's disk, so a hostPath volume serves a pod anywhere.
+current=provisioner
+(cd "$REPO" && go build -o "$CLUSTER_DIR/provisioner" ./ci/cluster/provisioner) >"$LOG_DIR/provisioner-build.log" 2>&1 ||
+	die "building ci/cluster/provisioner failed (log: $LOG_DIR/provisioner-build.log)"
+start provisioner "$CLUSTER_DIR/provisioner" --kubeconfig "$KUBECONFIG_FILE" --dir "$CLUSTER_DIR/volumes" --class local-path
+kubectl_admin apply -f - >/dev/null <<EOF
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: local-path
+  annotations:
+    storageclass.kubernetes.io/is-default-class: "true"
+provisioner: minicluster.dev/local-path
+reclaimPolicy: Delete
+volumeBindingMode: Immediate
+EOF
+mark storage
+
+trap - EXIT
 printf -v tl '%s, ' "${timeline[@]}"
 say "cluster: timeline: ${tl%, }"
 nodes=()
@@ -552,4 +573,5 @@ printf -v nodes_list '%s, ' "${nodes[@]}"
 say "cluster up in $(elapsed)s: $NODES node(s) Ready: ${nodes_list%, }; pods $POD_CIDR, services $SERVICE_CIDR, DNS $CLUSTER_DOMAIN at $NODE_IP; logs in $LOG_DIR"
 say "registry: http://$CLUSTER_REGISTRY (push: make push REGISTRY=$CLUSTER_REGISTRY/minicluster PUSH_FLAGS=--insecure; pods pull $CLUSTER_REGISTRY/minicluster/<name>:<tag>)"
 say "login registry: http://$CLUSTER_AUTH_REGISTRY (user minicluster, password in $CLUSTER_AUTH_DIR/password; for the pull-secret tests)"
+say "storage: StorageClass local-path (default): hostPath volumes under $CLUSTER_DIR/volumes"
 say "export KUBECONFIG=$KUBECONFIG_FILE"

@@ -31,6 +31,8 @@ func newTyped(apiVersion, kind string) (runtime.Object, error) {
 		return &corev1.Service{}, nil
 	case "v1/ServiceAccount":
 		return &corev1.ServiceAccount{}, nil
+	case "v1/PersistentVolumeClaim":
+		return &corev1.PersistentVolumeClaim{}, nil
 	case "v1/Pod":
 		return &corev1.Pod{}, nil
 	case "batch/v1/Job":

@@ -1,7 +1,8 @@
 // Package wait is what a user runs after helm install or upgrade (`flux-keygen kube wait`):
 // Release watches the release's pods until its MiniCluster is up, and says at once, with the
 // fix, when a container cannot pull its image (PullError) or the Job fails, which Helm cannot
-// report for a Job. It only lists pods and Jobs.
+// report for a Job, or that a PersistentVolumeClaim the brokers mount stays Pending and why
+// (claims.go). It only reads.
 package wait
 
 import (
@@ -102,7 +103,7 @@ func Release(ctx context.Context, client kubernetes.Interface, opts Options, log
 		poll = time.Second
 	}
 	release := "app.kubernetes.io/instance=" + opts.Release
-	pending, told := "nothing listed yet", ""
+	pending, told, toldClaims := "nothing listed yet", "", ""
 	for {
 		st, err := look(ctx, client, opts.Namespace, release)
 		if err != nil {
@@ -115,6 +116,10 @@ func Release(ctx context.Context, client kubernetes.Interface, opts Options, log
 		if st.tell != "" && st.tell != told {
 			fmt.Fprintf(log, "wait: release %s/%s: %s\n", opts.Namespace, opts.Release, st.tell)
 		}
+		if st.claims != "" && st.claims != toldClaims {
+			fmt.Fprintf(log, "wait: release %s/%s: %s\n", opts.Namespace, opts.Release, st.claims)
+		}
+		toldClaims = st.claims
 		pending, told = st.state, st.tell
 		select {
 		case <-ctx.Done():
@@ -128,8 +133,8 @@ func Release(ctx context.Context, client kubernetes.Interface, opts Options, log
 // on log as soon as it is seen (and again when it changes): which broker pods no node can take
 // and why, or that the Job waits in a queue (empty when neither).
 type status struct {
-	done        bool
-	state, tell string
+	done                bool
+	state, tell, claims string
 }
 
 // QueueLabel is the label that puts a Job in a Kueue LocalQueue (the chart's queue.name).
@@ -203,7 +208,16 @@ func look(ctx context.Context, client kubernetes.Interface, ns, release string) 
 		st.done = true
 		return st, nil
 	}
-	if len(stuck) > 0 {
+	// A claim the pods mount (flux.state) that stays Pending: say why, rather than that no
+	// node fits them (the scheduler's "unbound immediate PersistentVolumeClaims").
+	if len(stuck)+len(waiting) > 0 {
+		if st.claims, err = claims(ctx, client, ns, pods.Items); err != nil {
+			return status{}, err
+		}
+	}
+	if st.claims != "" {
+		st.state += "; " + st.claims
+	} else if len(stuck) > 0 {
 		st.tell = noNodeFits(stuck, want)
 		st.state += "; " + st.tell
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,7 +30,7 @@ const busybox = "/usr/bin/busybox"
 // podPaths are the absolute paths the rendered entrypoint uses; the tests move them under a
 // temporary root.
 var podPaths = []string{"/minicluster/config", "/minicluster/run", "/minicluster/keys",
-	"/minicluster/scripts", "/etc/curve", "/etc/munge"}
+	"/minicluster/scripts", "/minicluster/state", "/etc/curve", "/etc/munge"}
 
 // fakeFlux stands in for flux. Every call's arguments go, one per line, to $fake/calls/N.
 // `flux R encode` prints a stand-in R and exits with the status in $fake/r-status (default 0);
@@ -532,6 +533,73 @@ func TestEntrypointBrokerThatCannotStart(t *testing.T) {
 			assert.Contains(t, out, "minicluster[1]: error: flux broker failed 3 times in a row within 10 s of starting ("+tc.final+")")
 			assert.Contains(t, out, "broker exited with status 1: starting it again")
 		})
+	}
+}
+
+// A worker that has joined once keeps trying after quick failures: a lead that is still
+// stopping (a long rc3, such as flux.state's content dump) turns it away at once each time.
+func TestEntrypointWorkerThatJoinedKeepsRejoining(t *testing.T) {
+	t.Parallel()
+	p := newPod(t, helmtest.Options{}, 1)
+	for i, e := range p.env {
+		if strings.HasPrefix(e, "MINICLUSTER_REJOIN=") {
+			p.env[i] = "MINICLUSTER_REJOIN=false" // the last run's exit 0 ends the script
+		}
+	}
+	p.brokers(t, "1 0 0 joined", "1 0", "1 0", "1 0", "0 0")
+	status, out := p.run(t)
+	assert.Equal(t, 0, status, out)
+	assert.Len(t, p.brokerRuns(t), 5, out)
+	assert.NotContains(t, out, "a config or certificate problem")
+}
+
+// flux.state: the lead restores the archive when there is one and always dumps to the
+// temporary name that its rc3 renames over the archive only after a whole rc3.
+func TestEntrypointState(t *testing.T) {
+	t.Parallel()
+	for _, archive := range []bool{false, true} {
+		p := newPod(t, helmtest.Options{Set: []string{"flux.state.enabled=true", "flux.state.storageClassName=local-path"}}, 0)
+		for i, e := range p.env {
+			if strings.HasPrefix(e, "MINICLUSTER_REJOIN=") {
+				p.env[i] = "MINICLUSTER_REJOIN=false"
+			}
+		}
+		state := p.root + "/minicluster/state/flux-content.tgz"
+		tmp := p.root + "/minicluster/state/.partial-flux-content.tgz"
+		p.write(t, "/minicluster/state/.partial-flux-content.tgz", "a dump cut short", 0o644)
+		if archive {
+			p.write(t, "/minicluster/state/flux-content.tgz", "an archive", 0o644)
+		}
+		p.brokers(t, "0 0")
+		status, out := p.run(t)
+		require.Equal(t, 0, status, out)
+		runs := p.brokerRuns(t)
+		require.Len(t, runs, 1, out)
+		assert.Contains(t, runs[0], "-Scontent.dump="+tmp)
+		assert.Equal(t, archive, slices.Contains(runs[0], "-Scontent.restore="+state), "restore only an archive that is there: %v", runs[0])
+		assert.NoFileExists(t, tmp, "a temporary dump left by an earlier lead is removed at start")
+		if archive {
+			assert.Contains(t, out, "flux.state: restoring Flux's state from "+state+" (10 bytes)")
+		} else {
+			assert.Contains(t, out, "flux.state: no archive at "+state+" yet")
+		}
+		i := slices.IndexFunc(runs[0], func(a string) bool { return strings.HasPrefix(a, "-Sbroker.rc3_path=") })
+		require.GreaterOrEqual(t, i, 0)
+		assert.Contains(t, runs[0][i], "flux modprobe rc3; status=$?; if [ $status -eq 0 ] && [ -s "+tmp+" ]; then")
+		assert.Contains(t, runs[0][i], "mv -f "+tmp+" "+state)
+	}
+	// A worker neither restores nor dumps.
+	p := newPod(t, helmtest.Options{Set: []string{"flux.state.enabled=true", "flux.state.storageClassName=local-path"}}, 1)
+	for i, e := range p.env {
+		if strings.HasPrefix(e, "MINICLUSTER_REJOIN=") {
+			p.env[i] = "MINICLUSTER_REJOIN=false"
+		}
+	}
+	p.brokers(t, "0 0")
+	status, out := p.run(t)
+	require.Equal(t, 0, status, out)
+	for _, a := range p.brokerRuns(t)[0] {
+		assert.NotContains(t, a, "content.")
 	}
 }
 

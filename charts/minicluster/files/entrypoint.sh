@@ -141,8 +141,30 @@ fi
 # exits with its modules loaded waits 10 s for each of them (flux-core 0.88).
 # A worker's rc3 leaves rc3-done in its rundir as it ends (see stop_broker).
 rc3_done=$run/flux/rc3-done
+# flux.state (MINICLUSTER_STATE, the lead's): the lead restores the archive an earlier lead
+# left there, and its rc3 dumps the content store to a temporary name (with the archive's
+# extension: flux dump picks the format from it) that only a whole rc3 renames to the archive,
+# so that a dump that fails or is cut short never replaces a good archive.
+state=
+rc3_started=$run/flux/rc3-started
+if [ "$index" -eq 0 ] && [ -n "${MINICLUSTER_STATE:-}" ]; then
+  state=$MINICLUSTER_STATE
+  state_tmp=$(dirname "$state")/.partial-$(basename "$state")
+  [ -w "$(dirname "$state")" ] ||
+    die "flux.state: the claim mounted at $(dirname "$state") is not writable by user $(id -u), whom Flux runs as, so no dump could be kept: give the pods podSecurityContext.fsGroup (most storage makes the volume group-writable then), or a claim this user may write"
+  rm -rf "$state_tmp"
+  if [ -s "$state" ]; then
+    log "flux.state: restoring Flux's state from $state ($(wc -c < "$state") bytes)"
+    set -- "$@" -Scontent.restore="$state"
+  else
+    log "flux.state: no archive at $state yet: Flux starts empty"
+  fi
+  set -- "$@" -Scontent.dump="$state_tmp"
+fi
 if rc3=$(flux config builtin rc3_path 2>/dev/null) && [ -n "$rc3" ]; then
-  if [ "$index" -eq 0 ]; then
+  if [ -n "$state" ]; then
+    set -- "$@" -Sbroker.rc3_path="trap '' HUP; : > $rc3_started; $rc3; status=\$?; if [ \$status -eq 0 ] && [ -s $state_tmp ]; then sync $state_tmp 2>/dev/null; mv -f $state_tmp $state && echo \"minicluster: flux.state: dumped to $state\" >&2; else echo \"minicluster: flux.state: rc3 failed (status \$status): the content dump did not finish; keeping the previous archive\" >&2; rm -f $state_tmp; fi; : > $rc3_done; exit \$status"
+  elif [ "$index" -eq 0 ]; then
     set -- "$@" -Sbroker.rc3_path="trap '' HUP; $rc3"
   else
     set -- "$@" -Sbroker.rc3_path="trap '' HUP; $rc3; status=\$?; : > $rc3_done; exit \$status"
@@ -171,7 +193,13 @@ fast_exit=false
 if [ "$ephemeral_lead" = true ] && [ "$MINICLUSTER_EPHEMERAL_EXIT" = fast ]; then
   case $MINICLUSTER_BROKER_OPTIONS in
     *content.dump*) log "flux.ephemeralExit=fast: brokerOptions ask for a content dump, which needs Flux's whole shutdown: taking it" ;;
-    *) fast_exit=true ;;
+    *)
+      if [ -n "$state" ]; then
+        log "flux.ephemeralExit=fast: flux.state dumps the content store, which needs Flux's whole shutdown: taking it"
+      else
+        fast_exit=true
+      fi
+      ;;
   esac
 fi
 if [ "$fast_exit" = true ]; then
@@ -221,6 +249,29 @@ kill_after_rc3() {
     fi
   ) 3<&- 4<&- &
 }
+# flux.state: once the lead's job clean-up is over and its rc3 (the dump) has started, the
+# broker has MINICLUSTER_STATE_DUMP_TIMEOUT seconds to finish it, so that a dump that hangs
+# ends the pod within terminationGracePeriodSeconds, keeping the previous archive; after a
+# failed rc3 (modules still loaded) the broker is killed 2 s later, as a worker's.
+bound_dump() {
+  (
+    until [ -e "$rc3_started" ] || ! kill -0 "$pid" 2>/dev/null; do pause; done
+    deadline=$(($(date +%s) + ${MINICLUSTER_STATE_DUMP_TIMEOUT:-10}))
+    until [ -e "$rc3_done" ] || ! kill -0 "$pid" 2>/dev/null; do
+      if [ "$(date +%s)" -ge "$deadline" ]; then
+        log "flux.state: the broker's rc3 (the content dump) has taken more than flux.state.dumpTimeoutSeconds=${MINICLUSTER_STATE_DUMP_TIMEOUT:-10}: killing it; the previous archive is kept"
+        kill -KILL "$pid" 2>/dev/null || true
+        exit 0
+      fi
+      pause
+    done
+    sleep 2
+    if kill -0 "$pid" 2>/dev/null; then
+      log "flux.state: the broker's rc3 ended 2 s ago but the broker has not exited: killing it"
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+  ) 3<&- 4<&- &
+}
 stop_broker() {
   if [ "$kill_unjoined" = true ] && [ ! -e "$joined_mark" ]; then
     log "SIGTERM: the broker has not joined its parent yet: killing it"
@@ -229,6 +280,7 @@ stop_broker() {
     log "SIGTERM: stopping the broker"
     kill -TERM "$pid" 2>/dev/null || true
     if [ "$index" -ne 0 ]; then kill_after_rc3; fi
+    if [ -n "$state" ]; then bound_dump; fi
   fi
 }
 
@@ -246,6 +298,7 @@ on_term() {
 }
 trap on_term TERM INT
 quick_failures=0
+joined_once=false
 while :; do
   rm -rf "$run/flux" "$command_status"
   mkdir -m 0700 "$run/flux"
@@ -262,6 +315,8 @@ while :; do
     wait "$pid" 2>/dev/null || status=$?
   done
   pid=
+  # A worker that has joined its parent once has a config and a certificate that work.
+  if [ -e "$joined_mark" ]; then joined_once=true; fi
   if [ -n "$stopping" ]; then
     exit 143
   fi
@@ -287,6 +342,9 @@ while :; do
     else
       quick_failures=1
     fi
+    # Quick failures after a join are the lead's doing, not a config problem: a lead still
+    # stopping (its rc3, such as a long content dump) turns a rejoining worker away at once.
+    if [ "$joined_once" = true ]; then quick_failures=0; fi
     if [ "$quick_failures" -ge 3 ]; then
       die "flux broker failed $quick_failures times in a row within 10 s of starting (last exit status $status): a config or certificate problem a retry cannot fix; its messages are above"
     fi

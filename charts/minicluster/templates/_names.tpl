@@ -150,3 +150,8 @@ indented by indent; call with (dict "root" . "name" NAME "indent" N). Blank line
 {{- end -}}
 {{- regexReplaceAll "(?m)^ +$" ($text | trimSuffix "\n" | nindent (int .indent)) "" -}}
 {{- end -}}
+
+{{/* minicluster.stateClaimName names the PersistentVolumeClaim that keeps Flux's state (flux.state): the user's, or <release>-state. */}}
+{{- define "minicluster.stateClaimName" -}}
+{{- .Values.flux.state.existingClaim | default (printf "%s-state" (include "minicluster.fullname" .)) -}}
+{{- end -}}

@@ -202,6 +202,14 @@ spec:
           value: {{ include "minicluster.curveCertPath" . | quote }}
         - name: MINICLUSTER_RESOURCE_PATH
           value: {{ include "minicluster.resourcePath" . | quote }}
+        {{- if .Values.flux.state.enabled }}
+        # flux.state: the archive the lead restores at start and dumps to at stop, and how
+        # long its rc3 (the dump) may take.
+        - name: MINICLUSTER_STATE
+          value: /minicluster/state/flux-content.tgz
+        - name: MINICLUSTER_STATE_DUMP_TIMEOUT
+          value: {{ int .Values.flux.state.dumpTimeoutSeconds | quote }}
+        {{- end }}
         {{- with .Values.env }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
@@ -258,6 +266,10 @@ spec:
         {{- if .Values.sharedMemory }}
         - name: shm
           mountPath: /dev/shm
+        {{- end }}
+        {{- if .Values.flux.state.enabled }}
+        - name: state
+          mountPath: /minicluster/state
         {{- end }}
         {{- with .Values.volumeMounts }}
         {{- toYaml . | nindent 8 }}
@@ -390,6 +402,12 @@ spec:
       emptyDir:
         medium: Memory
         sizeLimit: {{ . }}
+    {{- end }}
+    {{- if .Values.flux.state.enabled }}
+    # Flux's state (flux.state): every pod mounts it (one pod template), the lead alone uses it.
+    - name: state
+      persistentVolumeClaim:
+        claimName: {{ include "minicluster.stateClaimName" . }}
     {{- end }}
     {{- with .Values.volumes }}
     {{- toYaml . | nindent 4 }}

@@ -44,7 +44,54 @@
 {{- fail (printf "queue.name=%q is not a DNS label, so it cannot name a Kueue LocalQueue: use at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit (the name of a LocalQueue in namespace %s: kubectl get localqueues -n %s)" . $.Release.Namespace $.Release.Namespace) -}}
 {{- end -}}
 {{- end -}}
+{{- include "minicluster.validateState" . -}}
 {{- include "minicluster.validateUpgrade" . -}}
+{{- end -}}
+
+{{/* minicluster.stateSummary is what of flux.state is fixed at install (the Job's minicluster.dev/state annotation); empty when state is off. */}}
+{{- define "minicluster.stateSummary" -}}
+{{- if .Values.flux.state.enabled -}}
+claim={{ include "minicluster.stateClaimName" . }},dumpTimeoutSeconds={{ int .Values.flux.state.dumpTimeoutSeconds }}
+{{- end -}}
+{{- end -}}
+
+{{/* minicluster.validateState checks flux.state: a claim to keep it in, valid names and size, and a claim kept from an earlier install that matches. */}}
+{{- define "minicluster.validateState" -}}
+{{- $state := .Values.flux.state -}}
+{{- if $state.enabled -}}
+{{- $subdomain := "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$" -}}
+{{- $claim := include "minicluster.stateClaimName" . -}}
+{{- if and (not $state.existingClaim) (not $state.storageClassName) -}}
+{{- fail (printf "flux.state.enabled=true but the state has no claim to live in (state without a claim): set flux.state.existingClaim to a PersistentVolumeClaim of namespace %s, or flux.state.storageClassName to a storage class (kubectl get storageclass) for the chart to make the claim %s" .Release.Namespace $claim) -}}
+{{- end -}}
+{{- if and $state.existingClaim $state.storageClassName -}}
+{{- fail (printf "flux.state.existingClaim=%q and flux.state.storageClassName=%q: the chart makes a claim with the storage class only when it has none of yours; set one of them" $state.existingClaim $state.storageClassName) -}}
+{{- end -}}
+{{- if and $state.existingClaim (or (gt (len $state.existingClaim) 253) (not (regexMatch $subdomain $state.existingClaim))) -}}
+{{- fail (printf "flux.state.existingClaim=%q is not a valid PersistentVolumeClaim name (a DNS subdomain: lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters): give the name of a claim in namespace %s (kubectl get pvc -n %s)" $state.existingClaim .Release.Namespace .Release.Namespace) -}}
+{{- end -}}
+{{- if and $state.storageClassName (or (gt (len $state.storageClassName) 253) (not (regexMatch $subdomain $state.storageClassName))) -}}
+{{- fail (printf "flux.state.storageClassName=%q is not a valid storage class name (a DNS subdomain): give one that kubectl get storageclass lists" $state.storageClassName) -}}
+{{- end -}}
+{{- if not $state.existingClaim -}}
+{{- $size := toString $state.size -}}
+{{- if not (regexMatch "^[0-9]+(\\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$" $size) -}}
+{{- fail (printf "flux.state.size=%q is not a Kubernetes quantity: give the size of the claim the chart makes, such as 1Gi or 500Mi" $size) -}}
+{{- end -}}
+{{- /* A claim kept from an earlier install (helm.sh/resource-policy: keep) is reused as it is. */ -}}
+{{- with lookup "v1" "PersistentVolumeClaim" .Release.Namespace $claim -}}
+{{- $delete := printf "or, to start from an empty state, delete it first: kubectl delete pvc -n %s %s" $.Release.Namespace $claim -}}
+{{- $class := dig "spec" "storageClassName" "" . -}}
+{{- if ne $class $state.storageClassName -}}
+{{- fail (printf "flux.state.storageClassName=%s, but the claim %s kept from an earlier install (with its state) has storage class %s, which cannot change: set flux.state.storageClassName=%s to restore that state, %s" $state.storageClassName $claim $class $class $delete) -}}
+{{- end -}}
+{{- $had := dig "spec" "resources" "requests" "storage" "" . | toString -}}
+{{- if ne $had $size -}}
+{{- fail (printf "flux.state.size=%s, but the claim %s kept from an earlier install (with its state) asks for %s: set flux.state.size=%s to restore that state, %s" $size $claim $had $had $delete) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 
 {{/* minicluster.validatePod checks the pod settings the Flux Operator has beside the chart's other values. */}}
@@ -114,14 +161,21 @@ cleanupTimeout none there is no bound of Flux's own: the grace period is the lim
 {{- $num := regexFind "^[0-9]+(\\.[0-9]+)?" $cleanup -}}
 {{- $scale := get (dict "ms" 0.001 "" 1 "s" 1 "m" 60 "h" 3600 "d" 86400) (trimPrefix $num $cleanup) -}}
 {{- $seconds := mulf (float64 $num) $scale | ceil | int -}}
+{{- /* flux.state: the lead's rc3 (the content dump) comes after the clean-up. */ -}}
+{{- $dump := "" -}}
+{{- if .Values.flux.state.enabled -}}
+{{- $seconds = add $seconds (int .Values.flux.state.dumpTimeoutSeconds) -}}
+{{- $dump = printf " + flux.state.dumpTimeoutSeconds=%d" (int .Values.flux.state.dumpTimeoutSeconds) -}}
+{{- end -}}
 {{- $set := not (kindIs "invalid" .Values.terminationGracePeriodSeconds) -}}
 {{- $grace := ternary (int .Values.terminationGracePeriodSeconds) 30 $set -}}
 {{- if lt $grace (add $seconds $stop) -}}
 {{- $alternative := "" -}}
-{{- if ge $grace $stop -}}
-{{- $alternative = printf ", or flux.cleanupTimeout to at most %ds" (sub $grace $stop) -}}
+{{- $fixed := add $stop (ternary (int .Values.flux.state.dumpTimeoutSeconds) 0 .Values.flux.state.enabled) -}}
+{{- if ge $grace $fixed -}}
+{{- $alternative = printf ", or flux.cleanupTimeout to at most %ds" (sub $grace $fixed) -}}
 {{- end -}}
-{{- fail (printf "terminationGracePeriodSeconds=%d%s is too short for flux.cleanupTimeout=%s: the kubelet kills a broker pod that long after SIGTERM, and after the lead's job clean-up (up to flux.cleanupTimeout) the brokers need up to %d s more to unload Flux's modules and exit. Set terminationGracePeriodSeconds to at least %d%s" $grace (ternary "" " (Kubernetes' default: the value is not set)" $set) $cleanup $stop (add $seconds $stop) $alternative) -}}
+{{- fail (printf "terminationGracePeriodSeconds=%d%s is too short for flux.cleanupTimeout=%s%s: the kubelet kills a broker pod that long after SIGTERM, and after the lead's job clean-up (up to flux.cleanupTimeout)%s the brokers need up to %d s more to unload Flux's modules and exit. Set terminationGracePeriodSeconds to at least %d%s" $grace (ternary "" " (Kubernetes' default: the value is not set)" $set) $cleanup $dump (ternary " and its content dump (up to flux.state.dumpTimeoutSeconds)" "" (ne $dump "")) $stop (add $seconds $stop) $alternative) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
@@ -144,6 +198,11 @@ cleanupTimeout none there is no bound of Flux's own: the grace period is the lim
 {{- if and (eq .name "flux") (ne .image $.Values.image) -}}
 {{- fail (printf "image=%q differs from the running MiniCluster's image %q. %s" $.Values.image .image $recreate) -}}
 {{- end -}}
+{{- end -}}
+{{- $liveState := dig "metadata" "annotations" "minicluster.dev/state" "" $live -}}
+{{- $newState := include "minicluster.stateSummary" . -}}
+{{- if ne $liveState $newState -}}
+{{- fail (printf "flux.state (%s) differs from the running MiniCluster's (%s): where the lead keeps Flux's state is fixed at install. %s" (default "off" $newState) (default "off" $liveState) $recreate) -}}
 {{- end -}}
 {{- $liveHash := dig "metadata" "annotations" "minicluster.dev/pod-template-hash" "" $live -}}
 {{- if and $liveHash (ne $liveHash (include "minicluster.podTemplate" . | sha256sum)) -}}

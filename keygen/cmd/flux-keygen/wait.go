@@ -15,12 +15,16 @@ const waitLong = `wait is what a user runs after helm install or upgrade: it wat
 the MiniCluster is up (every broker pod of its Job ready, or the Job completed) and exits 0.
 It exits 1 at once, naming the pod, the container, the image and the fix, when a container
 cannot pull its image (a wrong registry, a missing tag, a pull secret that does not work), and
-when the Job fails; on --timeout it says what is still pending. A MiniCluster that Kueue queues
-(queue.name) has no pods until Kueue admits it: wait says so, names the LocalQueue, and keeps
-waiting, as it does for the new brokers of a resize the queue has no quota for yet. Helm cannot say this itself:
+when the Job fails, and when a PersistentVolumeClaim the brokers mount (flux.state) or its
+storage class does not exist; a claim that stays Pending is said with why (the storage class's
+provisioner, the volume controller's events). A MiniCluster that Kueue queues (queue.name) has no
+pods until Kueue admits it: wait says so, names the LocalQueue, and keeps waiting, as it does for
+the new brokers of a resize the queue has no quota for yet. On --timeout it says what is still
+pending. Helm cannot say this itself:
 Helm 3 does not wait for Jobs without --wait-for-jobs, and Helm 4 counts a started Job as ready.
 
-It lists pods and Jobs in the namespace, and changes nothing.`
+It lists pods, Jobs, PersistentVolumeClaims and events in the namespace (and reads storage
+classes when it may), and changes nothing.`
 
 func newWaitCmd(e env) *cobra.Command {
 	var o wait.Options
