@@ -147,7 +147,7 @@ func checkOffNode(t *testing.T, pods map[int]corev1.Pod, node string) {
 func TestNodes(t *testing.T) {
 	requireNodes(t, 3)
 	// Flux in both view modes and in the image; MPI where the image has it.
-	t.Run("spread/view-copy", func(t *testing.T) { testSpread(t, "image="+mpiImage) })
+	t.Run("spread/view-copy", func(t *testing.T) { testSpread(t, "image="+mpiImage+",flux.view.mode=copy") })
 	t.Run("spread/view-image-volume", func(t *testing.T) { testSpread(t, "image="+mpiImage+",flux.view.mode=image") })
 	t.Run("spread/flux-in-image", func(t *testing.T) { testSpread(t, "image="+fluxImage+",flux.view.enabled=false") })
 	t.Run("drain/interactive", testDrainInteractive)
