@@ -493,14 +493,23 @@ func startOperator(b *testing.B) operatorSide {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
+	// A manager that ends at once (another one holds its probe port) must not pass for ready.
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
 	b.Cleanup(func() {
 		cmd.Process.Kill()
-		cmd.Wait()
+		<-exited
 		if out, err := exec.Command(kubectl, "delete", "--ignore-not-found", "-f", crd).CombinedOutput(); err != nil {
 			b.Errorf("delete the operator's CRD: %v\n%s", err, out)
 		}
 	})
 	eventually(b, time.Minute, "the operator's manager ready", func() (bool, string) {
+		select {
+		case err := <-exited:
+			exited <- err
+			b.Fatalf("the operator's manager ended: %v\n%s", err, log.String())
+		default:
+		}
 		resp, err := http.Get("http://" + probe + "/readyz")
 		if err != nil {
 			return false, err.Error() + "\n" + log.String()
