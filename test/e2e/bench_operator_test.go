@@ -297,57 +297,26 @@ func brokerCount(ns string) (int, error) {
 	return n, nil
 }
 
-func podCount(ns string) (int, error) {
-	list, err := kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		return 0, err
-	}
-	return len(list.Items), nil
-}
-
 var miniClusters = schema.GroupVersionResource{Group: "flux-framework.org", Version: "v1alpha2", Resource: "miniclusters"}
 
-// waitEmpty waits until ns holds nothing but what every namespace has (the default
-// ServiceAccount, kube-root-ca.crt): the same test for both sides.
+// waitEmpty waits until ns holds nothing of either side: nothing of the release (leftovers),
+// no pod, no ConfigMap but kube-root-ca.crt, no Service, no MiniCluster.
 func waitEmpty(b *testing.B, ns string) {
 	dyn := dynamic.NewForConfigOrDie(restConfig)
 	eventuallyFast(b, 3*time.Minute, "nothing left in "+ns, func() (bool, string) {
-		left, err := leftovers(ns, benchJob)
+		left, err := namespaceObjects(ns, func(kind string, o metav1.Object) bool {
+			return ofRelease(o, benchJob) || kind == "Pod" || kind == "Service" ||
+				(kind == "ConfigMap" && o.GetName() != "kube-root-ca.crt")
+		})
 		if err != nil {
 			return false, err.Error()
 		}
-		ctx := context.Background()
-		n, err := podCount(ns)
-		if err != nil {
-			return false, err.Error()
-		}
-		if n > 0 {
-			left = append(left, fmt.Sprintf("%d pods", n))
-		}
-		cms, err := kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, c := range cms.Items {
-			if c.Name != "kube-root-ca.crt" {
-				left = append(left, "ConfigMap/"+c.Name)
-			}
-		}
-		svcs, err := kube.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, s := range svcs.Items {
-			left = append(left, "Service/"+s.Name)
-		}
-		mcs, err := dyn.Resource(miniClusters).Namespace(ns).List(ctx, metav1.ListOptions{})
+		mcs, err := dyn.Resource(miniClusters).Namespace(ns).List(context.Background(), metav1.ListOptions{})
 		if err == nil {
 			for _, m := range mcs.Items {
 				left = append(left, "MiniCluster/"+m.GetName())
 			}
 		}
-		slices.Sort(left)
-		left = slices.Compact(left)
 		return len(left) == 0, fmt.Sprintf("still there: %v", left)
 	})
 }
@@ -445,23 +414,8 @@ func (operatorSide) up(ns, lead string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%v: %s", err, stderr)
 	}
-	return countUp(out)
-}
-
-// countUp adds the nodes of `flux resource list --format '{state} {nnodes}'` that are not down.
-func countUp(out string) (int, error) {
-	up := 0
-	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-		var state string
-		var n int
-		if _, err := fmt.Sscan(l, &state, &n); err != nil {
-			return 0, fmt.Errorf("flux resource list line %q: %v", l, err)
-		}
-		if state != "down" {
-			up += n
-		}
-	}
-	return up, nil
+	up, _, err := countStates(out)
+	return up, err
 }
 
 // startOperator applies the operator's CRD and starts its manager out of cluster, as its

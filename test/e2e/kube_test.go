@@ -267,6 +267,12 @@ func nodeStates(ns, lead string) (up, down int, err error) {
 	if err != nil {
 		return 0, 0, fmt.Errorf("flux resource list in %s: %v: %s", lead, err, stderr)
 	}
+	return countStates(out)
+}
+
+// countStates adds up the nodes of `flux resource list --format '{state} {nnodes}'`: up (free
+// or allocated) and down.
+func countStates(out string) (up, down int, err error) {
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 		var state string
 		var n int
@@ -354,6 +360,22 @@ func checkDNS(t testing.TB, ns, release string, pods map[int]corev1.Pod) {
 // leftovers lists what remains of a release in ns: anything with its instance label, the
 // names the chart and its hook use, and Helm's release records.
 func leftovers(ns, release string) ([]string, error) {
+	return namespaceObjects(ns, func(_ string, o metav1.Object) bool { return ofRelease(o, release) })
+}
+
+// ofRelease: o has the release's instance label, one of the names the chart and its hook use,
+// or is one of Helm's release records.
+func ofRelease(o metav1.Object, release string) bool {
+	names := []string{release, release + "-keygen", release + "-broker", release + "-entrypoint", release + "-curve", release + "-munge", release + "-test-wiring"}
+	labels := o.GetLabels()
+	return labels["app.kubernetes.io/instance"] == release || slices.Contains(names, o.GetName()) ||
+		labels["job-name"] == release || labels["job-name"] == release+"-keygen" ||
+		(labels["owner"] == "helm" && labels["name"] == release)
+}
+
+// namespaceObjects lists ns's objects of every kind a MiniCluster is made of and returns, as
+// Kind/name, those keep accepts.
+func namespaceObjects(ns string, keep func(kind string, o metav1.Object) bool) ([]string, error) {
 	ctx := context.Background()
 	all := metav1.ListOptions{}
 	c, rbac := kube.CoreV1(), kube.RbacV1()
@@ -371,7 +393,6 @@ func leftovers(ns, release string) ([]string, error) {
 		{"RoleBinding", func() (runtime.Object, error) { return rbac.RoleBindings(ns).List(ctx, all) }},
 		{"PodDisruptionBudget", func() (runtime.Object, error) { return kube.PolicyV1().PodDisruptionBudgets(ns).List(ctx, all) }},
 	}
-	names := []string{release, release + "-keygen", release + "-broker", release + "-entrypoint", release + "-curve", release + "-munge", release + "-test-wiring"}
 	found := make([][]string, len(lists))
 	errs := make([]error, len(lists))
 	// Every kind at once: a timing's poll is as short as one list.
@@ -394,10 +415,7 @@ func leftovers(ns, release string) ([]string, error) {
 					errs[i] = err
 					return
 				}
-				labels := o.GetLabels()
-				if labels["app.kubernetes.io/instance"] == release || slices.Contains(names, o.GetName()) ||
-					labels["job-name"] == release || labels["job-name"] == release+"-keygen" ||
-					(labels["owner"] == "helm" && labels["name"] == release) {
+				if keep(l.kind, o) {
 					found[i] = append(found[i], l.kind+"/"+o.GetName())
 				}
 			}
