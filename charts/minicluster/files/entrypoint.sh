@@ -238,21 +238,21 @@ if [ "$index" -ne 0 ] && [ "$(flux config builtin rc1_path 2>/dev/null || true)"
 fi
 # After its rc3 a worker's broker says goodbye to its parent and waits up to 60 s for the
 # answer. When the lead has gone first (an ephemeral lead's fast exit, a lost lead), no answer
-# comes; the worker's jobs and modules are done by then, so it is killed 2 s after its rc3.
+# comes; the worker's jobs and modules are done by then, so it is killed 2 s after its rc3. So
+# is a lead with flux.state whose rc3 (the dump) failed and left its modules loaded.
 kill_after_rc3() {
   (
     until [ -e "$rc3_done" ] || ! kill -0 "$pid" 2>/dev/null; do pause; done
     sleep 2
     if kill -0 "$pid" 2>/dev/null; then
-      log "the broker's rc3 ended 2 s ago, but its parent has not answered its goodbye: killing it"
+      log "the broker's rc3 ended 2 s ago, but the broker has not exited (a worker: no answer to its goodbye from its parent): killing it"
       kill -KILL "$pid" 2>/dev/null || true
     fi
   ) 3<&- 4<&- &
 }
 # flux.state: once the lead's job clean-up is over and its rc3 (the dump) has started, the
 # broker has MINICLUSTER_STATE_DUMP_TIMEOUT seconds to finish it, so that a dump that hangs
-# ends the pod within terminationGracePeriodSeconds, keeping the previous archive; after a
-# failed rc3 (modules still loaded) the broker is killed 2 s later, as a worker's.
+# ends the pod within terminationGracePeriodSeconds, keeping the previous archive.
 bound_dump() {
   (
     until [ -e "$rc3_started" ] || ! kill -0 "$pid" 2>/dev/null; do pause; done
@@ -265,11 +265,6 @@ bound_dump() {
       fi
       pause
     done
-    sleep 2
-    if kill -0 "$pid" 2>/dev/null; then
-      log "flux.state: the broker's rc3 ended 2 s ago but the broker has not exited: killing it"
-      kill -KILL "$pid" 2>/dev/null || true
-    fi
   ) 3<&- 4<&- &
 }
 stop_broker() {
@@ -279,7 +274,7 @@ stop_broker() {
   else
     log "SIGTERM: stopping the broker"
     kill -TERM "$pid" 2>/dev/null || true
-    if [ "$index" -ne 0 ]; then kill_after_rc3; fi
+    if [ "$index" -ne 0 ] || [ -n "$state" ]; then kill_after_rc3; fi
     if [ -n "$state" ]; then bound_dump; fi
   fi
 }
