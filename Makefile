@@ -17,7 +17,7 @@ VERSION ?= $(shell cat VERSION)
 # spurious "context deadline exceeded" at its end on Go < 1.27 (golang/go#75804).
 FUZZ_TARGETS := ./keygen:FuzzParseCert:800000 ./postrender:FuzzRender:40000
 
-.PHONY: all deps build tools flux images push test unit lint fuzz e2e e2e-kwok e2e-kueue cluster-up cluster-down kind-up kwok-up kwok-down kueue-up kueue-down demo bench bench-e2e release version
+.PHONY: all deps build tools flux images push push-keygen test unit lint fuzz e2e e2e-kwok e2e-kueue cluster-up cluster-down kind-up kwok-up kwok-down kueue-up kueue-down demo bench bench-e2e release version
 
 all: build
 
@@ -49,6 +49,12 @@ push: ## the images to REGISTRY=host[:port][/path] (flux-keygen as a linux/amd64
 	@if [ -z "$(REGISTRY)" ]; then echo "make push: set REGISTRY=host[:port][/path], e.g. make push REGISTRY=127.0.0.1:5000/minicluster (bash ci/registry/up.sh starts a registry there)" >&2; exit 1; fi
 	$(MAKE) --no-print-directory images
 	go run ./ci/push --registry $(REGISTRY) --version $(VERSION) $(PUSH_FLAGS) $(BIN)/images
+
+push-keygen: ## flux-keygen alone to REGISTRY (linux/amd64+arm64, no Flux build): the one image of ours a user's cluster needs with the chart's defaults
+	@if [ -z "$(REGISTRY)" ]; then echo "make push-keygen: set REGISTRY=host[:port][/path] that your cluster's nodes can pull from, e.g. make push-keygen REGISTRY=registry.example.com/minicluster" >&2; exit 1; fi
+	rm -rf $(BIN)/images-keygen
+	go run ./ci/images --out $(BIN)/images-keygen --version $(VERSION) --only flux-keygen
+	go run ./ci/push --registry $(REGISTRY) --version $(VERSION) $(PUSH_FLAGS) $(BIN)/images-keygen
 
 release: tools flux ## REGISTRY=host[:port]/path: the committed version (./VERSION): images (Flux ones too) + chart (signed with SIGN_KEY and KEYRING if set) to REGISTRY, from a clean tree, once per version
 	@if [ -z "$(REGISTRY)" ]; then echo "make release: set REGISTRY=host[:port]/path (the version is ./VERSION: edit it, make version, commit)" >&2; exit 1; fi

@@ -27,7 +27,48 @@ import (
 // Config says where to write and what to stamp.
 type Config struct {
 	Out, Version, Busybox string
-	FluxDir               string // a ci/flux/build.sh output directory; empty: no Flux images
+	FluxDir               string   // a ci/flux/build.sh output directory; empty: no Flux images
+	Only                  []string // write only these images (their names: flux-keygen, busybox, ...); empty: all
+}
+
+// imageNames are the names --only takes: each image's file name without .tar.
+func imageNames() []string {
+	var names []string
+	for _, img := range images("") {
+		names = append(names, strings.TrimSuffix(img.file, ".tar"))
+	}
+	for _, img := range fluxImageSet("", "", "") {
+		names = append(names, strings.TrimSuffix(img.file, ".tar"))
+	}
+	return names
+}
+
+// unknownNames are the names in cfg.Only that no image has.
+func (cfg Config) unknownNames() []string {
+	known := map[string]bool{}
+	for _, n := range imageNames() {
+		known[n] = true
+	}
+	var unknown []string
+	for _, n := range cfg.Only {
+		if !known[n] {
+			unknown = append(unknown, n)
+		}
+	}
+	return unknown
+}
+
+// wants says whether cfg asks for the image written to file (NAME.tar).
+func (cfg Config) wants(file string) bool {
+	if len(cfg.Only) == 0 {
+		return true
+	}
+	for _, n := range cfg.Only {
+		if n+".tar" == file {
+			return true
+		}
+	}
+	return false
 }
 
 // Written is one image tarball.
@@ -116,6 +157,9 @@ func Build(cfg Config, log io.Writer) ([]Written, error) {
 	binaries := map[string][]byte{}
 	binErrs := map[string]error{}
 	for _, img := range images(cfg.Version) {
+		if !cfg.wants(img.file) {
+			continue
+		}
 		var layers []v1.Layer
 		if img.busybox {
 			if busyboxLayer == nil && busyboxErr == nil {

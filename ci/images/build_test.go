@@ -152,3 +152,24 @@ func TestMissingInputsAreNamed(t *testing.T) {
 		t.Errorf("busyboxBase: %v", err)
 	}
 }
+
+// TestOnly: --only writes the images named and no other, needs no busybox for flux-keygen alone,
+// and an unknown name is found before anything is built.
+func TestOnly(t *testing.T) {
+	out := t.TempDir()
+	var log bytes.Buffer
+	written, err := Build(Config{Out: out, Version: "1.2.3-test", Busybox: "/nonexistent/busybox", Only: []string{"flux-keygen"}}, &log)
+	if err != nil {
+		t.Fatalf("Build --only flux-keygen: %v\n%s", err, log.String())
+	}
+	if len(written) != 1 || written[0].Ref != "ghcr.io/minicluster/flux-keygen:1.2.3-test" {
+		t.Fatalf("wrote %v, want flux-keygen alone", written)
+	}
+	entries, _ := os.ReadDir(out)
+	if len(entries) != 1 || entries[0].Name() != "flux-keygen.tar" {
+		t.Errorf("files in the output: %v", entries)
+	}
+	if got := (Config{Only: []string{"flux-keygen", "fluxx", "mpi"}}).unknownNames(); len(got) != 1 || got[0] != "fluxx" {
+		t.Errorf("unknownNames: %v, want [fluxx]", got)
+	}
+}

@@ -121,6 +121,9 @@ func buildFlux(cfg Config, log io.Writer) ([]Written, error) {
 	var written []Written
 	var failed []error
 	for _, img := range fluxImageSet(cfg.Version, version, pyver) {
+		if !cfg.wants(img.file) {
+			continue
+		}
 		var layers []v1.Layer
 		switch img.file {
 		case "app.tar":

@@ -8,6 +8,7 @@
 // `docker load` read). An image whose input is missing is reported by name after the others
 // are written, and the exit status is 1. With --flux-dir (the output of ci/flux/build.sh) it also
 // writes the flux, flux-view and app images (flux.go); without it they are skipped. With
+// --only NAME[,NAME] it writes only the images named (flux-keygen alone: `make push-keygen`). With
 // --kueue-dir (the output of ci/kueue/build.sh) it writes the Kueue image alone (kueue.go), for
 // ci/kueue/up.sh.
 package main
@@ -16,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/minicluster/minicluster/internal/version"
 )
@@ -26,6 +28,7 @@ func main() {
 	ver := flag.String("version", repoVersion, "version (default: ./VERSION): every image's tag, the flux-keygen version label and its -X main.version")
 	busybox := flag.String("busybox", "/usr/bin/busybox", "static busybox binary (Debian: apt-get install busybox-static)")
 	fluxDir := flag.String("flux-dir", os.Getenv("MINICLUSTER_FLUX_DIR"), "output directory of ci/flux/build.sh (base.tar, software.tar): adds the flux, flux-view and app images; empty: they are skipped")
+	only := flag.String("only", "", "comma-separated image names (flux-keygen, busybox, pause, flux, flux-view, app, mpi): write only these")
 	kueueDir := flag.String("kueue-dir", "", "output directory of ci/kueue/build.sh (bin/kueue, version): write the Kueue image (kueue.tar) and no other")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -47,7 +50,15 @@ func main() {
 		}
 		return
 	}
-	written, err := Build(Config{Out: *out, Version: *ver, Busybox: *busybox, FluxDir: *fluxDir}, os.Stderr)
+	cfg := Config{Out: *out, Version: *ver, Busybox: *busybox, FluxDir: *fluxDir}
+	if *only != "" {
+		cfg.Only = strings.Split(*only, ",")
+		if unknown := cfg.unknownNames(); len(unknown) > 0 {
+			fmt.Fprintf(os.Stderr, "images: --only: no image named %s (the names: %s)\n", strings.Join(unknown, ", "), strings.Join(imageNames(), ", "))
+			os.Exit(2)
+		}
+	}
+	written, err := Build(cfg, os.Stderr)
 	for _, w := range written {
 		fmt.Printf("%s\t%s\n", w.Path, w.Ref)
 	}
