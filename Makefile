@@ -6,6 +6,10 @@ HELM3_VERSION := v3.22.0
 HELM4_VERSION := v4.3.1
 export HELM3 ?= $(BIN)/tools/helm3/helm
 export HELM4 ?= $(BIN)/tools/helm4/helm
+# helm-docs renders the chart's README.md (make docs), run as a tool: `go install pkg@version`
+# leaves go.mod alone. The version is in the path, so that changing it builds the new one.
+HELM_DOCS_VERSION := v1.14.2
+export HELM_DOCS ?= $(BIN)/tools/helm-docs-$(HELM_DOCS_VERSION)/helm-docs
 # The local cluster keeps all of its state here; its kubeconfig is $(CLUSTER_DIR)/kubeconfig.
 export CLUSTER_DIR ?= $(ROOT)/.cluster
 # The version is written in ./VERSION alone: `make version` writes it into the files that carry it
@@ -30,13 +34,16 @@ build: ## flux-keygen, minicluster-postrender and its Helm 4 plugin into ./bin
 	mkdir -p $(BIN)/helm-plugin/minicluster
 	cp postrender/plugin/plugin.yaml $(BIN)/minicluster-postrender $(BIN)/helm-plugin/minicluster/
 
-tools: $(HELM3) $(HELM4) ## the helm v3 and v4 CLIs, built from the Go module proxy
+tools: $(HELM3) $(HELM4) $(HELM_DOCS) ## the helm v3 and v4 CLIs and helm-docs, built from the Go module proxy
 
 $(HELM3):
 	GOBIN=$(dir $(HELM3)) bash ci/lib/progress.sh "tools: helm $(HELM3_VERSION)" $(BIN)/logs/helm3.log go install helm.sh/helm/v3/cmd/helm@$(HELM3_VERSION)
 
 $(HELM4):
 	GOBIN=$(dir $(HELM4)) bash ci/lib/progress.sh "tools: helm $(HELM4_VERSION)" $(BIN)/logs/helm4.log go install helm.sh/helm/v4/cmd/helm@$(HELM4_VERSION)
+
+$(HELM_DOCS):
+	GOBIN=$(dir $(HELM_DOCS)) bash ci/lib/progress.sh "tools: helm-docs $(HELM_DOCS_VERSION)" $(BIN)/logs/helm-docs.log go install github.com/norwoodj/helm-docs/cmd/helm-docs@$(HELM_DOCS_VERSION)
 
 flux: ## real flux-core from source, laid out like the flux-view images (cached; root)
 	bash ci/flux/build.sh
@@ -71,11 +78,11 @@ test: deps build tools lint unit fuzz ## everything; the end-to-end part too whe
 unit:
 	go test ./...
 
-lint:
+lint: $(HELM_DOCS)
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt -w these files: $$unformatted" >&2; exit 1; fi
 	go vet ./...
 	go vet -tags e2e ./...
-	@go build -o $(BIN)/valuesdoc ./ci/valuesdoc && $(BIN)/valuesdoc --check
+	@go build -o $(BIN)/valuesdoc ./ci/valuesdoc && $(BIN)/valuesdoc --helm-docs $(HELM_DOCS) --check
 	@go run ./ci/version --check
 	$(HELM3) lint --strict charts/minicluster
 	for f in values/*.yaml; do $(HELM3) lint --strict charts/minicluster -f $$f || exit 1; done
@@ -85,8 +92,8 @@ version: ## write ./VERSION into Chart.yaml, plugin.yaml and the image tags of v
 	go run ./ci/version
 
 .PHONY: docs
-docs: ## the values table in charts/minicluster/README.md and the descriptions in values.schema.json, from the comments in values.yaml
-	go run ./ci/valuesdoc
+docs: $(HELM_DOCS) ## charts/minicluster/README.md from its README.md.gotmpl by helm-docs (the values table from the comments in values.yaml) and the descriptions in values.schema.json
+	go run ./ci/valuesdoc --helm-docs $(HELM_DOCS)
 
 fuzz:
 	for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; rest=$${t#*:}; go test -run='^$$' -fuzz="^$${rest%%:*}$$" -fuzztime=$${FUZZ_EXECS:-$${rest#*:}}x "$$pkg" || exit 1; done

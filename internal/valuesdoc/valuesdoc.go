@@ -1,38 +1,34 @@
-// Package valuesdoc writes a chart's values documentation once: the `# -- description` comment
-// above each key of values.yaml (helm-docs style) becomes the row of the values table in the
-// chart's README.md (between <!-- values:begin --> and <!-- values:end -->) and the
-// "description" of the key in values.schema.json.
+// Package valuesdoc writes the "description" of each key in a chart's values.schema.json from the
+// `# --` comment above the key in values.yaml: the comment helm-docs puts in the README's values
+// table (ci/valuesdoc runs both). helm-docs writes markdown only, so this part is ours.
+//
+// Parse refuses the comments that helm-docs would read differently from it, so that the README
+// and the schema say the same: helm-docs 1.14 takes a first line with " --" in it (a CLI flag)
+// for `# <key> -- <description>` and drops the description, and a description starting with
+// "(...)" for a type. A key without a `# --` comment is an error too (helm-docs would list it
+// with an empty description; its strict mode only knows the `# <key> --` form).
 package valuesdoc
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
+	"regexp"
 	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
-// The markers around the generated table in README.md.
-const (
-	BeginMarker = "<!-- values:begin -->"
-	EndMarker   = "<!-- values:end -->"
-)
-
 // Value is one documented key of values.yaml: a leaf (a scalar, a list, or an empty map).
 type Value struct {
 	Path        []string // the key and the keys of the maps above it, outermost first
-	Default     string   // the default as YAML flow, e.g. 8050, "", [], {a: b}
 	Description string   // the `# --` comment, its lines joined by spaces
 }
 
 // Key is the dotted key, e.g. flux.view.enabled.
 func (v Value) Key() string { return strings.Join(v.Path, ".") }
 
-// Parse reads values.yaml and returns its leaves in file order. A leaf without a `# --` comment
-// is an error naming the key: every value is documented.
+// Parse reads values.yaml and returns its leaves in file order, each with its description.
 func Parse(src []byte) ([]Value, error) {
 	doc, err := yaml.Parse(string(src))
 	if err != nil {
@@ -59,17 +55,27 @@ func walk(m *yaml.Node, path []string, out *[]Value) error {
 			}
 			continue
 		}
-		desc := description(k.HeadComment)
-		if desc == "" {
-			return fmt.Errorf("values.yaml: %s has no `# -- description` comment above it", strings.Join(p, "."))
+		desc, err := description(k.HeadComment)
+		if err != nil {
+			return fmt.Errorf("values.yaml: %s: %w", strings.Join(p, "."), err)
 		}
-		*out = append(*out, Value{Path: p, Default: flow(v), Description: desc})
+		*out = append(*out, Value{Path: p, Description: desc})
 	}
 	return nil
 }
 
-// description is the last `# --` paragraph of a head comment, without the comment marks.
-func description(head string) string {
+// helm-docs' own patterns (pkg/helm/chart_info.go): a first line that matches keyed with a
+// non-empty key is `# <key> -- <description>`; a description matching typed starts with its
+// type; an annotation line (@default, @section, @notationType, @raw) is not description.
+var (
+	keyed      = regexp.MustCompile(`^\s*#\s*(.*)\s+--\s*(.*)$`)
+	typed      = regexp.MustCompile(`^\((.*?)\)\s*(.*)$`)
+	annotation = regexp.MustCompile(`^\s*#\s+@(raw|(default|section|notationType)\s+--)`)
+)
+
+// description is the last `# --` paragraph of a head comment, without the comment marks and
+// the annotations.
+func description(head string) (string, error) {
 	lines := strings.Split(head, "\n")
 	start := -1
 	for i, l := range lines {
@@ -78,79 +84,33 @@ func description(head string) string {
 		}
 	}
 	if start < 0 {
-		return ""
+		return "", fmt.Errorf("no `# -- description` comment above it")
+	}
+	if m := keyed.FindStringSubmatch(lines[start]); m != nil && m[1] != "" {
+		return "", fmt.Errorf("helm-docs takes %q for `# <key> -- <description>` because of the \" --\" in it: move that part to the next line", lines[start])
 	}
 	var words []string
 	for i, l := range lines[start:] {
+		if annotation.MatchString(l) {
+			continue
+		}
 		l = strings.TrimPrefix(strings.TrimSpace(l), "#")
 		if i == 0 {
 			l = strings.TrimPrefix(strings.TrimSpace(l), "--")
+			if typed.MatchString(strings.TrimSpace(l)) {
+				return "", fmt.Errorf("helm-docs takes the (...) that starts %q for the value's type: reword the start", lines[start])
+			}
 		}
 		if l = strings.TrimSpace(l); l != "" {
 			words = append(words, l)
 		}
 	}
-	return strings.Join(words, " ")
+	return strings.Join(words, " "), nil
 }
 
-// flow writes a node as one line of YAML flow style.
-func flow(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.AliasNode:
-		return flow(n.Alias)
-	case yaml.SequenceNode:
-		items := make([]string, len(n.Content))
-		for i, c := range n.Content {
-			items[i] = flow(c)
-		}
-		return "[" + strings.Join(items, ", ") + "]"
-	case yaml.MappingNode:
-		var items []string
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			items = append(items, flow(n.Content[i])+": "+flow(n.Content[i+1]))
-		}
-		return "{" + strings.Join(items, ", ") + "}"
-	}
-	switch {
-	case n.Tag == "!!null" && n.Value == "":
-		return "null"
-	case n.Value == "" || n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0:
-		return strconv.Quote(n.Value)
-	}
-	return n.Value
-}
-
-// Table is the markdown values table: key | default | description, one row per value.
-func Table(values []Value) string {
-	var b strings.Builder
-	b.WriteString("| key | default | description |\n|---|---|---|\n")
-	for _, v := range values {
-		fmt.Fprintf(&b, "| `%s` | `%s` | %s |\n", cell(v.Key()), cell(v.Default), cell(v.Description))
-	}
-	return b.String()
-}
-
-func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
-
-// Readme replaces what lies between the markers of readme with the table of values.
-func Readme(readme []byte, values []Value) ([]byte, error) {
-	begin := bytes.Index(readme, []byte(BeginMarker))
-	end := bytes.Index(readme, []byte(EndMarker))
-	if begin < 0 || end < begin {
-		return nil, fmt.Errorf("no %s ... %s lines around the values table", BeginMarker, EndMarker)
-	}
-	var b bytes.Buffer
-	b.Write(readme[:begin+len(BeginMarker)])
-	b.WriteString("\n" + Table(values))
-	b.Write(readme[end:])
-	return b.Bytes(), nil
-}
-
-// Files are the generated files of a chart directory: README.md and values.schema.json.
-var Files = []string{"README.md", "values.schema.json"}
-
-// Generate returns the generated content of Files for the chart in dir, by file name.
-func Generate(dir string) (map[string][]byte, error) {
+// Generate returns the values.schema.json of the chart in dir with the descriptions of
+// values.yaml written in.
+func Generate(dir string) ([]byte, error) {
 	src, err := os.ReadFile(filepath.Join(dir, "values.yaml"))
 	if err != nil {
 		return nil, err
@@ -159,63 +119,14 @@ func Generate(dir string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := map[string][]byte{}
-	for _, name := range Files {
-		path := filepath.Join(dir, name)
-		old, err := os.ReadFile(path)
-		if err != nil {
-			return nil, err
-		}
-		var gen []byte
-		if name == "README.md" {
-			gen, err = Readme(old, values)
-		} else {
-			gen, err = Schema(old, values)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		out[name] = gen
-	}
-	return out, nil
-}
-
-// Write regenerates Files in the chart directory dir.
-func Write(dir string) error {
-	gen, err := Generate(dir)
+	path := filepath.Join(dir, "values.schema.json")
+	old, err := os.ReadFile(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for _, name := range Files {
-		if err := os.WriteFile(filepath.Join(dir, name), gen[name], 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// Check returns an error naming the files in dir that differ from what Write would write.
-func Check(dir string) error {
-	gen, err := Generate(dir)
+	gen, err := Schema(old, values)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	var stale []string
-	for _, name := range Files {
-		path := filepath.Join(dir, name)
-		old, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if !bytes.Equal(old, gen[name]) {
-			stale = append(stale, path)
-		}
-	}
-	switch len(stale) {
-	case 0:
-		return nil
-	case 1:
-		return fmt.Errorf("%s is stale: run make docs", stale[0])
-	}
-	return fmt.Errorf("%s are stale: run make docs", strings.Join(stale, " and "))
+	return gen, nil
 }

@@ -11,6 +11,7 @@ const values = `# Values of a test chart.
 
 # -- Number of pods,
 # at least 1.
+# @default -- four
 size: 4
 # -- Tag (empty = appVersion).
 tag: ""
@@ -70,51 +71,41 @@ func TestParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Value{
-		{[]string{"size"}, "4", "Number of pods, at least 1."},
-		{[]string{"tag"}, `""`, "Tag (empty = appVersion)."},
-		{[]string{"labels"}, "{}", "Extra labels."},
-		{[]string{"flux", "port"}, "8050", "Broker port | TCP."},
-		{[]string{"flux", "options"}, `[-Sa=b, "x y"]`, "Broker options."},
-		{[]string{"flux", "deadline"}, "null", "No limit when null."},
+		{[]string{"size"}, "Number of pods, at least 1."},
+		{[]string{"tag"}, "Tag (empty = appVersion)."},
+		{[]string{"labels"}, "Extra labels."},
+		{[]string{"flux", "port"}, "Broker port | TCP."},
+		{[]string{"flux", "options"}, "Broker options."},
+		{[]string{"flux", "deadline"}, "No limit when null."},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d values, want %d: %+v", len(got), len(want), got)
 	}
 	for i := range want {
-		if g, w := got[i], want[i]; g.Key() != w.Key() || g.Default != w.Default || g.Description != w.Description {
+		if g, w := got[i], want[i]; g.Key() != w.Key() || g.Description != w.Description {
 			t.Errorf("value %d:\nGOT  %+v\nWANT %+v", i, g, w)
 		}
 	}
 }
 
-func TestParseUndocumented(t *testing.T) {
-	_, err := Parse([]byte("# -- Documented.\na: 1\nb:\n  c: 2\n"))
-	if err == nil || !strings.Contains(err.Error(), "b.c has no `# -- description`") {
-		t.Fatalf("err = %v, want one naming b.c", err)
+// Comments that helm-docs would leave out of the README or read otherwise are errors naming the key.
+func TestParseRefuses(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{"# -- Documented.\na: 1\nb:\n  c: 2\n", "b.c: no `# -- description`"},
+		// A blank line ends the head comment: helm-docs shows no description either.
+		{"# -- Half\n\n# of it.\na: 1\n", "a: no `# -- description`"},
+		{"# -- Set with `helm upgrade --set a=2`.\na: 1\n", `a: helm-docs takes "# -- Set with`},
+		{"m:\n  # -- (empty = none) A tag.\n  a: \"\"\n", "m.a: helm-docs takes the (...)"},
+	} {
+		_, err := Parse([]byte(tc.src))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse(%q) = %v, want an error containing %q", tc.src, err, tc.want)
+		}
 	}
-}
-
-func TestReadme(t *testing.T) {
-	vs, _ := Parse([]byte(values))
-	readme := "# Chart\n\n## Values\n\n" + BeginMarker + "\n| old | table |\n" + EndMarker + "\n\nAfter.\n"
-	got, err := Readme([]byte(readme), vs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := "# Chart\n\n## Values\n\n" + BeginMarker + "\n" +
-		"| key | default | description |\n|---|---|---|\n" +
-		"| `size` | `4` | Number of pods, at least 1. |\n" +
-		"| `tag` | `\"\"` | Tag (empty = appVersion). |\n" +
-		"| `labels` | `{}` | Extra labels. |\n" +
-		"| `flux.port` | `8050` | Broker port \\| TCP. |\n" +
-		"| `flux.options` | `[-Sa=b, \"x y\"]` | Broker options. |\n" +
-		"| `flux.deadline` | `null` | No limit when null. |\n" +
-		EndMarker + "\n\nAfter.\n"
-	if string(got) != want {
-		t.Errorf("GOT\n%s\nWANT\n%s", got, want)
-	}
-	if _, err := Readme([]byte("no markers\n"), vs); err == nil {
-		t.Error("no error for a README without markers")
+	// The same words past the first line are what helm-docs reads as description too.
+	vs, err := Parse([]byte("# -- Set with\n# `helm upgrade --set a=2` (or not).\na: 1\n"))
+	if err != nil || vs[0].Description != "Set with `helm upgrade --set a=2` (or not)." {
+		t.Errorf("got %+v, %v", vs, err)
 	}
 }
 
@@ -144,27 +135,21 @@ func TestSchema(t *testing.T) {
 	}
 }
 
-func TestCheck(t *testing.T) {
+func TestGenerate(t *testing.T) {
 	dir := t.TempDir()
-	files := map[string]string{
-		"values.yaml":        values,
-		"values.schema.json": schema,
-		"README.md":          BeginMarker + "\n" + EndMarker + "\n",
-	}
-	for name, s := range files {
+	for name, s := range map[string]string{"values.yaml": values, "values.schema.json": schema} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	err := Check(dir)
-	wantErr := filepath.Join(dir, "README.md") + " and " + filepath.Join(dir, "values.schema.json") + " are stale: run make docs"
-	if err == nil || err.Error() != wantErr {
-		t.Fatalf("Check before Write = %v, want %q", err, wantErr)
+	got, err := Generate(dir)
+	if err != nil || !strings.Contains(string(got), `"description": "Broker options."`) {
+		t.Fatalf("Generate = %v\n%s", err, got)
 	}
-	if err := Write(dir); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "values.yaml"), []byte(values+"# -- New.\nextra: 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := Check(dir); err != nil {
-		t.Fatalf("Check after Write: %v", err)
+	if _, err := Generate(dir); err == nil || !strings.Contains(err.Error(), "values.schema.json: no property for extra") {
+		t.Errorf("Generate with a value the schema lacks = %v, want an error naming the file and extra", err)
 	}
 }
