@@ -80,7 +80,8 @@ func (e PullError) fix() string {
 	case e.Reason == "InvalidImageName":
 		return "the reference is not a valid image name; set " + e.value() + " to registry/path:tag"
 	case e.Reason == "ErrImageNeverPull":
-		return "imagePullPolicy is Never and the node does not have it; load it onto the nodes or set the pull policy to IfNotPresent"
+		// Kubernetes 1.35+ says the same of an image loaded by hand whose image ID its kubelet pulled under another name.
+		return "imagePullPolicy is Never and the node does not have it, or has it loaded by hand but pulled the same image under another name (README, \"Images loaded by hand\"); load it onto the nodes or set the pull policy to IfNotPresent"
 	case has("unauthorized", "denied", "forbidden", "401", "403", "authentication required"):
 		return "the registry refuses the credentials; give imagePullSecrets a Secret that can read it (kubectl create secret docker-registry NAME --docker-server=... --docker-username=... --docker-password=...)"
 	case has("not found", "manifest unknown", "name unknown", "404"):

@@ -34,8 +34,9 @@ var (
 // The images `make images` builds (ci/images). With CLUSTER_REGISTRY (the local cluster's
 // registry, which `make e2e` fills with ci/push) every pod pulls them from there, as on a real
 // cluster; without it they must be on the nodes already (kind load) under their local names.
-// Both at once would not do: a kubelet (1.35, ensure-secret-pulled-images) that pulled an image
-// under one name verifies, by pulling, every other name of the same image.
+// Not both at once: a kubelet (1.35, ensure-secret-pulled-images) that pulled an image under
+// one name verifies, by pulling, every other name of the same image, unless told not to as
+// cluster-up's are (TestImportedImageAfterPull).
 // Each is tagged with ./VERSION, as `make images` tags them.
 var (
 	version     string // ./VERSION
