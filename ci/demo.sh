@@ -77,7 +77,7 @@ flux_in_lead() {
 	local lead
 	lead=$(k get pods -o name --field-selector=status.phase=Running -l "$LEAD,app.kubernetes.io/component=broker")
 	[[ -n $lead ]] || return 1
-	k exec "$lead" -c flux -- /minicluster/scripts/flux "$@"
+	k exec "$lead" -c flux -- flux "$@"
 }
 
 # wait_up N SECONDS: wait until Flux in the lead shows N nodes up. The output is captured

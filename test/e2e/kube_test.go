@@ -254,10 +254,10 @@ func brokerPods(ns, release string) (map[int]corev1.Pod, int, error) {
 	return pods, len(list.Items), nil
 }
 
-// fluxIn runs flux in a broker pod as a user would (NOTES.txt): through the chart's wrapper,
-// which sets up the view and the lead's socket.
+// fluxIn runs flux in a broker pod as a user would (NOTES.txt): plain flux, which finds the
+// chart's on PATH, which sets up the view and the pod's socket.
 func fluxIn(ns, pod string, args ...string) (string, string, error) {
-	return execIn(ns, pod, "flux", append([]string{"/minicluster/scripts/flux"}, args...)...)
+	return execIn(ns, pod, "flux", append([]string{"flux"}, args...)...)
 }
 
 // nodeStates counts the nodes of `flux resource list` in the lead by state: up (free or

@@ -30,13 +30,13 @@ const busybox = "/usr/bin/busybox"
 // podPaths are the absolute paths the rendered entrypoint uses; the tests move them under a
 // temporary root.
 var podPaths = []string{"/minicluster/config", "/minicluster/run", "/minicluster/keys",
-	"/minicluster/scripts", "/minicluster/state", "/etc/curve", "/etc/munge"}
+	"/minicluster/scripts", "/minicluster/state", "/etc/curve", "/etc/munge", "/usr/local/sbin"}
 
 // fakeFlux stands in for flux. Every call's arguments go, one per line, to $fake/calls/N.
 // `flux R encode` prints a stand-in R and exits with the status in $fake/r-status (default 0);
 // `flux config builtin rc1_path` and `rc3_path` print flux-core's, `confdir` and
-// `shell_pluginpath` flux-core's prefix $fake/core. Run K of `flux broker` writes its
-// environment to $fake/env.K.
+// `shell_pluginpath` flux-core's prefix $fake/core. Every call writes its environment to
+// $fake/envs/N; run K of `flux broker` to $fake/env.K too.
 // Run K of `flux broker` follows line K of $fake/broker: "STATUS [SECONDS [SLEEP [MARK]]]": it
 // moves the fake clock ($fake/clock, which the script's date reads) SECONDS ahead; leaves in its
 // rundir what a worker's rc1 does: "joined" when MARK is joined, "joined" and "stopping" when
@@ -50,6 +50,8 @@ echo "$n" > "$fake/ncalls"
 mkdir -p "$fake/calls"
 : > "$fake/calls/$n"
 for arg in "$@"; do printf '%s\n' "$arg" >> "$fake/calls/$n"; done
+mkdir -p "$fake/envs"
+env > "$fake/envs/$n"
 case $1 in
 config)
   case $3 in
@@ -121,8 +123,9 @@ func requireBusybox(t *testing.T) {
 }
 
 // newPod renders the chart and lays out pod index's files: the broker ConfigMap, a curve
-// certificate and a munge key, entrypoint.sh and env.sh with their paths under a temporary
-// root, the fake flux in the flux view's bin and the Job container's environment.
+// certificate and a munge key, entrypoint.sh, env.sh and flux (also at /usr/local/sbin/flux,
+// first on PATH, as in an image) with their paths under a temporary root, the fake flux in the
+// flux view's bin (or else in /bin, on PATH) and the Job container's environment.
 func newPod(t *testing.T, opts helmtest.Options, index int) *pod {
 	t.Helper()
 	requireBusybox(t)
@@ -150,6 +153,10 @@ func newPod(t *testing.T, opts helmtest.Options, index int) *pod {
 	p.write(t, "/fake/clock", "1000\n", 0o644)
 	p.write(t, "/fake/broker", "", 0o644)
 	p.write(t, "/minicluster/scripts/env.sh", moved(scripts.Data["env.sh"]), 0o555)
+	wrapper := strings.Replace(moved(scripts.Data["flux"]), "#!/bin/sh\n", "#!"+busybox+" sh\n", 1)
+	require.True(t, strings.HasPrefix(wrapper, "#!"+busybox), "flux starts with #!/bin/sh")
+	p.write(t, "/minicluster/scripts/flux", wrapper, 0o555)
+	p.write(t, "/usr/local/sbin/flux", wrapper, 0o555)
 	entrypoint := moved(scripts.Data["entrypoint.sh"])
 	shebang, rest, ok := strings.Cut(entrypoint, "\n")
 	require.True(t, ok && strings.HasPrefix(shebang, "#!"), "entrypoint.sh starts with a #! line")
@@ -163,10 +170,10 @@ func newPod(t *testing.T, opts helmtest.Options, index int) *pod {
 		}
 	}
 	require.NotNil(t, flux, "the Job has a flux container")
-	p.env = []string{"PATH=" + p.root + "/bin", "JOB_COMPLETION_INDEX=" + strconv.Itoa(index)}
+	p.env = []string{"PATH=" + p.root + "/usr/local/sbin:" + p.root + "/bin", "JOB_COMPLETION_INDEX=" + strconv.Itoa(index)}
 	view := ""
 	for _, e := range flux.Env {
-		if strings.HasPrefix(e.Name, "MINICLUSTER_") {
+		if strings.HasPrefix(e.Name, "MINICLUSTER_") || e.Name == "FLUX_URI" {
 			require.Nilf(t, e.ValueFrom, "%s is a plain value", e.Name)
 			p.env = append(p.env, e.Name+"="+moved(e.Value))
 			if e.Name == "MINICLUSTER_FLUX_VIEW" && e.Value != "" {
@@ -894,9 +901,7 @@ func TestFluxWrapperWaitsForTheView(t *testing.T) {
 	t.Parallel()
 	wrapper := func(t *testing.T) (*pod, string) {
 		p := newPod(t, helmtest.Options{}, 0)
-		scripts := get[*corev1.ConfigMap](t, render(t, helmtest.Options{}), "ConfigMap", "flux-sample-entrypoint")
-		text := strings.ReplaceAll(scripts.Data["flux"], "/minicluster/scripts", p.root+"/minicluster/scripts")
-		return p, p.write(t, "/minicluster/scripts/flux", text, 0o555)
+		return p, p.root + "/minicluster/scripts/flux"
 	}
 	t.Run("waits for the copy", func(t *testing.T) {
 		t.Parallel()
@@ -928,4 +933,96 @@ func TestFluxWrapperWaitsForTheView(t *testing.T) {
 		assert.Contains(t, string(out), "minicluster: this broker cannot start: copying Flux out of the view image failed: disk full")
 		assert.Empty(t, p.calls(t))
 	})
+}
+
+// flux as kubectl exec runs it (ARGS as they came): PATH finds the chart's flux.sh at
+// /usr/local/sbin/flux, first on PATH here as in most images.
+func (p *pod) plainFlux(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, busybox, append([]string{"sh", "-c", `exec flux "$@"`, "flux"}, args...)...)
+	cmd.Dir = p.root
+	cmd.Env = p.env
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, ctx.Err(), "flux did not finish within 30 s:\n%s", out)
+	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+		t.Fatalf("run flux: %v", err)
+	}
+	return cmd.ProcessState.ExitCode(), string(out)
+}
+
+// callEnv is the environment of call n of the fake flux.
+func (p *pod) callEnv(t *testing.T, n int) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(p.fake, "envs", strconv.Itoa(n)))
+	require.NoError(t, err)
+	env := map[string]string{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, "="); ok {
+			env[k] = v
+		}
+	}
+	return env
+}
+
+// Plain `flux` in any broker pod (kubectl exec) runs the view's Flux or the image's, whichever
+// the pod has, against that pod's broker (FLUX_URI, the same socket path in every pod); never
+// the wrapper again, even where it comes first on PATH or where there is no other flux.
+func TestPlainFlux(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, mode string }{
+		{"view copy", "flux.view.mode=copy"},
+		{"view image", "flux.view.mode=image"},
+		{"flux in the image", "flux.view.enabled=false"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := newPod(t, helmtest.Options{Set: []string{tc.mode}}, 2)
+			uri := "local://" + p.root + "/minicluster/run/flux/local"
+			require.Equal(t, uri, p.envValue(t, "FLUX_URI"), "the container's FLUX_URI is the pinned local-uri")
+			_, out := p.plainFlux(t, "proxy", uri, "flux", "getattr", "rank") // the fake flux does not know proxy
+			require.Equal(t, [][]string{{"proxy", uri, "flux", "getattr", "rank"}}, p.calls(t), out)
+			env := p.callEnv(t, 1)
+			assert.Equal(t, uri, env["FLUX_URI"])
+			assert.True(t, strings.HasPrefix(env["PATH"], p.fluxRoot+"/bin:"), "the real flux's bin first on PATH: %s", env["PATH"])
+			if tc.mode != "flux.view.enabled=false" {
+				assert.Contains(t, env["LUA_PATH"], p.fluxRoot+"/share/lua/5.1/?.lua", "the view's environment")
+			}
+		})
+	}
+	t.Run("no flux in the image", func(t *testing.T) {
+		t.Parallel()
+		p := newPod(t, helmtest.Options{Set: []string{"flux.view.enabled=false"}}, 0)
+		require.NoError(t, os.Remove(p.root+"/bin/flux"))
+		status, out := p.plainFlux(t, "resource", "list")
+		assert.Equal(t, 127, status, out)
+		assert.Contains(t, out, "minicluster: no flux to run: not on PATH ("+p.root+"/usr/local/sbin:"+p.root+"/bin) but for this wrapper")
+	})
+	t.Run("no flux in the view", func(t *testing.T) {
+		t.Parallel()
+		p := newPod(t, helmtest.Options{Set: []string{"flux.view.mode=copy"}}, 0)
+		view := p.envValue(t, "MINICLUSTER_FLUX_VIEW")
+		require.NoError(t, os.Remove(view+"/bin/flux"))
+		status, out := p.plainFlux(t, "resource", "list")
+		assert.Equal(t, 127, status, out)
+		assert.Contains(t, out, "minicluster: no flux to run: not in the flux view at "+view+"/bin, not on PATH")
+	})
+}
+
+// The broker runs the real flux, not the wrapper that comes first on PATH in an image with
+// Flux, and without the container's FLUX_URI.
+func TestEntrypointRunsTheRealFlux(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"flux.view.mode=copy", "flux.view.enabled=false"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			p := newPod(t, helmtest.Options{Set: []string{mode, "command=hostname"}}, 0)
+			p.runsOnce(t)
+			require.Len(t, p.brokerRuns(t), 1)
+			env := p.brokerEnv(t, 1)
+			assert.NotContains(t, env, "FLUX_URI")
+			assert.True(t, strings.HasPrefix(env["PATH"], p.fluxRoot+"/bin:"), "the real flux's bin first on PATH: %s", env["PATH"])
+		})
+	}
 }

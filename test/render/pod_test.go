@@ -172,3 +172,20 @@ func TestGracePeriodFitsTheCleanup(t *testing.T) {
 		assert.NoErrorf(t, err, "%v", set)
 	}
 }
+
+// kubectl exec: the flux container has FLUX_URI and the chart's flux on the image's PATH, and
+// leaves PATH alone (a value would replace the image's, e.g. the Flux image's /opt/view/bin).
+func TestExecEnvironment(t *testing.T) {
+	for _, mode := range []string{"flux.view.mode=copy", "flux.view.mode=image", "flux.view.enabled=false"} {
+		spec := brokerPod(t, helmtest.Options{Set: []string{mode}})
+		flux := spec.Containers[0]
+		require.Equal(t, "flux", flux.Name)
+		env := map[string]string{}
+		for _, e := range flux.Env {
+			env[e.Name] = e.Value
+		}
+		assert.Equal(t, "local:///minicluster/run/flux/local", env["FLUX_URI"], mode)
+		assert.NotContains(t, env, "PATH", mode)
+		assert.Contains(t, flux.VolumeMounts, corev1.VolumeMount{Name: "scripts", MountPath: "/usr/local/sbin/flux", SubPath: "flux", ReadOnly: true}, mode)
+	}
+}

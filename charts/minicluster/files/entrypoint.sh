@@ -47,7 +47,9 @@ for dir in ${MINICLUSTER_HELPERS:-}; do
 done
 
 . /minicluster/scripts/env.sh
-if ! command -v flux >/dev/null 2>&1; then
+# /usr/local/sbin/flux is the chart's flux.sh, for kubectl exec: not Flux.
+flux_cmd=$(command -v flux 2>/dev/null || true)
+if [ -z "$flux_cmd" ] || [ "$(dirname "$flux_cmd")" = /usr/local/sbin ]; then
   if [ -n "${MINICLUSTER_FLUX_VIEW:-}" ]; then
     die "flux is not in the flux view at $MINICLUSTER_FLUX_VIEW/bin: set flux.view.image to a Flux view image (e.g. ghcr.io/converged-computing/flux-view-ubuntu:tag-noble)"
   fi
@@ -61,7 +63,7 @@ if [ -n "${MINICLUSTER_FLUX_VIEW:-}" ]; then
   flux_root=$MINICLUSTER_FLUX_VIEW
   flux_from="the flux view of $MINICLUSTER_FLUX_VIEW_IMAGE"
 else
-  flux_root=$(dirname "$(dirname "$(command -v flux)")")
+  flux_root=$(dirname "$(dirname "$flux_cmd")")
   flux_from="image $MINICLUSTER_IMAGE"
 fi
 if [ "$MINICLUSTER_SCHEDULER" = fluxion ]; then
@@ -292,6 +294,9 @@ on_term() {
   : > "$stopping_mark" 2>/dev/null || true
 }
 trap on_term TERM INT
+# FLUX_URI (the container's, for kubectl exec) is this broker's own socket: the broker sets
+# it for all it runs, and reads it only when started as a job of another instance.
+unset FLUX_URI
 quick_failures=0
 joined_once=false
 while :; do

@@ -1,8 +1,8 @@
 # shellcheck shell=sh
-# Sourced by entrypoint.sh and flux: puts Flux on PATH (from the view, when one is copied in)
-# and points flux commands at the lead's socket. The view's software is back at its build
-# prefix (mounted there), so only PATH, PYTHONPATH and the Lua paths are needed, as in the
-# Flux Operator; its binaries find their libraries through their compiled-in RPATHs.
+# Sourced by entrypoint.sh and flux (flux.sh): puts Flux on PATH (from the view, when there
+# is one) and points flux commands at this broker's socket. The view's software is back at
+# its build prefix (mounted there), so only PATH, PYTHONPATH and the Lua paths are needed, as
+# in the Flux Operator; its binaries find their libraries through their compiled-in RPATHs.
 # flux.view.mode=image mounts the view image at MINICLUSTER_FLUX_VIEW_ROOT: follow its
 # /opt/view links there (an absolute target is relative to the image's root).
 if [ -n "${MINICLUSTER_FLUX_VIEW_ROOT:-}" ] && [ -z "${MINICLUSTER_FLUX_VIEW:-}" ]; then
@@ -28,6 +28,24 @@ if [ -n "${MINICLUSTER_FLUX_VIEW:-}" ]; then
   LUA_CPATH="$MINICLUSTER_FLUX_VIEW/lib/lua/5.1/?.so;${LUA_CPATH:-;}"
   export PATH PYTHONPATH LUA_PATH LUA_CPATH
 fi
-# The lead's socket (the entrypoint pins it with -Slocal-uri).
+# Flux in the image: the chart's `flux` for kubectl exec (flux.sh, mounted at
+# /usr/local/sbin/flux) may come before the image's own on PATH. Put the image's first, so
+# that the entrypoint, the broker it starts and flux.sh run the real one.
+if [ -z "${MINICLUSTER_FLUX_VIEW:-}" ]; then
+  rest=$PATH:
+  after_shim=false
+  while [ -n "$rest" ]; do
+    dir=${rest%%:*}
+    rest=${rest#*:}
+    if [ "${dir%/}" = /usr/local/sbin ]; then
+      after_shim=true
+    elif [ -x "${dir:-.}/flux" ]; then
+      if [ "$after_shim" = true ]; then PATH=${dir:-.}:$PATH; fi
+      break
+    fi
+  done
+fi
+# This broker's socket (the entrypoint pins it with -Slocal-uri, the same path in every pod;
+# the container's environment has it too).
 FLUX_URI=${FLUX_URI:-local:///minicluster/run/flux/local}
 export FLUX_URI

@@ -1,9 +1,11 @@
 #!/bin/sh
-# `kubectl exec <lead> -- /minicluster/scripts/flux ARGS` runs flux against the running
-# instance with the same environment the broker has. Not before the helpers beside the
-# broker are done: flux's python, run while the view is still being copied, would write its
-# byte code into the software tree under the copy, which then fails ("File exists").
-. /minicluster/scripts/env.sh
+# `flux` in a broker pod: mounted at /usr/local/sbin/flux (on the PATH of nearly every image,
+# ahead of /usr/local/bin and /usr/bin) and at /minicluster/scripts/flux, so that
+# `kubectl exec <pod> -- flux ARGS` runs Flux (the view's or the image's) against that pod's
+# broker with the environment the broker has. Not before the helpers beside the broker are
+# done: flux's python, run while the view is still being copied, would write its byte code
+# into the software tree under the copy, which then fails ("File exists"); and env.sh finds
+# the view's python directories only once they are there.
 for dir in ${MINICLUSTER_HELPERS:-}; do
   waited=0
   until [ -f "$dir/.ready" ]; do
@@ -21,4 +23,11 @@ for dir in ${MINICLUSTER_HELPERS:-}; do
     sleep 0.05 2>/dev/null || sleep 1
   done
 done
-exec flux "$@"
+. /minicluster/scripts/env.sh
+# Never this script again (a view without flux, an image whose flux it hides).
+flux=$(command -v flux || true)
+if [ -z "$flux" ] || [ "$(dirname "$flux")" = /usr/local/sbin ]; then
+  echo "minicluster: no flux to run: ${MINICLUSTER_FLUX_VIEW:+not in the flux view at $MINICLUSTER_FLUX_VIEW/bin, }not on PATH ($PATH) but for this wrapper; see: kubectl logs <pod> -c flux" >&2
+  exit 127
+fi
+exec "$flux" "$@"

@@ -210,6 +210,11 @@ spec:
         - name: MINICLUSTER_STATE_DUMP_TIMEOUT
           value: {{ int .Values.flux.state.dumpTimeoutSeconds | quote }}
         {{- end }}
+        # For kubectl exec: flux (and flux proxy $FLUX_URI) reach this pod's broker, whose
+        # socket the entrypoint pins at the same path in every pod. PATH stays the image's: a
+        # value here would replace it, not extend it.
+        - name: FLUX_URI
+          value: local:///minicluster/run/flux/local
         {{- with .Values.env }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
@@ -233,6 +238,12 @@ spec:
         - name: scripts
           mountPath: /minicluster/modprobe/rc1.d/minicluster.py
           subPath: modprobe-rc1.py
+          readOnly: true
+        # `flux` for kubectl exec (files/flux.sh): runs the view's Flux, or the image's, with
+        # the broker's environment. /usr/local/sbin is on the PATH of nearly every image.
+        - name: scripts
+          mountPath: /usr/local/sbin/flux
+          subPath: flux
           readOnly: true
         - name: broker-config
           mountPath: /minicluster/config
