@@ -774,7 +774,13 @@ func TestEntrypointWaitsForItsHelpers(t *testing.T) {
 // brokerEnv is the environment run k of the fake broker had.
 func (p *pod) brokerEnv(t *testing.T, k int) map[string]string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(p.fake, fmt.Sprintf("env.%d", k)))
+	return readEnv(t, filepath.Join(p.fake, fmt.Sprintf("env.%d", k)))
+}
+
+// readEnv reads an environment the fakes wrote with env(1): one NAME=value a line.
+func readEnv(t *testing.T, path string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	env := map[string]string{}
 	for _, l := range strings.Split(string(b), "\n") {
@@ -955,15 +961,7 @@ func (p *pod) plainFlux(t *testing.T, args ...string) (int, string) {
 // callEnv is the environment of call n of the fake flux.
 func (p *pod) callEnv(t *testing.T, n int) map[string]string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(p.fake, "envs", strconv.Itoa(n)))
-	require.NoError(t, err)
-	env := map[string]string{}
-	for _, l := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(l, "="); ok {
-			env[k] = v
-		}
-	}
-	return env
+	return readEnv(t, filepath.Join(p.fake, "envs", strconv.Itoa(n)))
 }
 
 // Plain `flux` in any broker pod (kubectl exec) runs the view's Flux or the image's, whichever
