@@ -58,7 +58,7 @@ if "$HELM" list -n default >/dev/null 2>&1; then
 		say "using the images under their local names: load bin/images/*.tar into that cluster first (make kind-up does)"
 	fi
 else
-	say "no cluster answers at KUBECONFIG=$KUBECONFIG: starting the local one (make cluster-up; ~10 min the first time)"
+	say "no cluster answers at KUBECONFIG=$KUBECONFIG: starting the local one (make cluster-up; about 6 min the first time, to build it)"
 	make --no-print-directory cluster-up
 	export KUBECONFIG=$KUBECONFIG_FILE
 	say "pushing the images to its registry $CLUSTER_REGISTRY (the pods pull them, as on any cluster)"
