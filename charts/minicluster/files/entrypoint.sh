@@ -47,9 +47,8 @@ for dir in ${MINICLUSTER_HELPERS:-}; do
 done
 
 . /minicluster/scripts/env.sh
-# /usr/local/sbin/flux is the chart's flux.sh, for kubectl exec: not Flux.
-flux_cmd=$(command -v flux 2>/dev/null || true)
-if [ -z "$flux_cmd" ] || [ "$(dirname "$flux_cmd")" = /usr/local/sbin ]; then
+flux_cmd=$(real_flux)
+if [ -z "$flux_cmd" ]; then
   if [ -n "${MINICLUSTER_FLUX_VIEW:-}" ]; then
     die "flux is not in the flux view at $MINICLUSTER_FLUX_VIEW/bin: set flux.view.image to a Flux view image (e.g. ghcr.io/converged-computing/flux-view-ubuntu:tag-noble)"
   fi

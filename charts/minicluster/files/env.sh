@@ -28,16 +28,22 @@ if [ -n "${MINICLUSTER_FLUX_VIEW:-}" ]; then
   LUA_CPATH="$MINICLUSTER_FLUX_VIEW/lib/lua/5.1/?.so;${LUA_CPATH:-;}"
   export PATH PYTHONPATH LUA_PATH LUA_CPATH
 fi
-# Flux in the image: the chart's `flux` for kubectl exec (flux.sh, mounted at
-# /usr/local/sbin/flux) may come before the image's own on PATH. Put the image's first, so
-# that the entrypoint, the broker it starts and flux.sh run the real one.
+# The chart's `flux` for kubectl exec (flux.sh) is mounted in this directory, not Flux.
+wrapper_dir=/usr/local/sbin
+# real_flux prints the flux PATH finds, or nothing when that is the chart's wrapper or none.
+real_flux() {
+  found=$(command -v flux 2>/dev/null) || return 0
+  if [ "$(dirname "$found")" != "$wrapper_dir" ]; then echo "$found"; fi
+}
+# Flux in the image: the wrapper may come before the image's own flux on PATH. Put the image's
+# first, so that the entrypoint, the broker it starts and flux.sh run the real one.
 if [ -z "${MINICLUSTER_FLUX_VIEW:-}" ]; then
   rest=$PATH:
   after_shim=false
   while [ -n "$rest" ]; do
     dir=${rest%%:*}
     rest=${rest#*:}
-    if [ "${dir%/}" = /usr/local/sbin ]; then
+    if [ "${dir%/}" = "$wrapper_dir" ]; then
       after_shim=true
     elif [ -x "${dir:-.}/flux" ]; then
       if [ "$after_shim" = true ]; then PATH=${dir:-.}:$PATH; fi

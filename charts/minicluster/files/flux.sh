@@ -25,8 +25,8 @@ for dir in ${MINICLUSTER_HELPERS:-}; do
 done
 . /minicluster/scripts/env.sh
 # Never this script again (a view without flux, an image whose flux it hides).
-flux=$(command -v flux || true)
-if [ -z "$flux" ] || [ "$(dirname "$flux")" = /usr/local/sbin ]; then
+flux=$(real_flux)
+if [ -z "$flux" ]; then
   echo "minicluster: no flux to run: ${MINICLUSTER_FLUX_VIEW:+not in the flux view at $MINICLUSTER_FLUX_VIEW/bin, }not on PATH ($PATH) but for this wrapper; see: kubectl logs <pod> -c flux" >&2
   exit 127
 fi
