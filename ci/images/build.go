@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -45,13 +46,10 @@ func imageNames() []string {
 
 // unknownNames are the names in cfg.Only that no image has.
 func (cfg Config) unknownNames() []string {
-	known := map[string]bool{}
-	for _, n := range imageNames() {
-		known[n] = true
-	}
+	known := imageNames()
 	var unknown []string
 	for _, n := range cfg.Only {
-		if !known[n] {
+		if !slices.Contains(known, n) {
 			unknown = append(unknown, n)
 		}
 	}
@@ -60,15 +58,7 @@ func (cfg Config) unknownNames() []string {
 
 // wants says whether cfg asks for the image written to file (NAME.tar).
 func (cfg Config) wants(file string) bool {
-	if len(cfg.Only) == 0 {
-		return true
-	}
-	for _, n := range cfg.Only {
-		if n+".tar" == file {
-			return true
-		}
-	}
-	return false
+	return len(cfg.Only) == 0 || slices.Contains(cfg.Only, strings.TrimSuffix(file, ".tar"))
 }
 
 // Written is one image tarball.
