@@ -48,7 +48,7 @@ func (s scaleSteps) list() []time.Duration {
 func benchKwok(b *testing.B, size int) {
 	requireCapacity(b, size)
 	values := kwokValues(b)
-	within := time.Duration(size/10+120) * time.Second
+	within := time.Duration(size/5+120) * time.Second // an uninstall removes about 10 pods a second
 	var floor, chart scaleSteps
 	var helmReturned time.Duration
 	runs := 0

@@ -6,6 +6,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -217,4 +220,107 @@ func TestWorkerThatHasNotJoinedIsKilled(t *testing.T) {
 	if _, stderr, err := execIn(ns, pods[1].Name, "flux", "test", "-e", "/minicluster/run/flux/joined"); err != nil {
 		t.Errorf("worker 1 has joined but its rundir has no joined mark: %v %s", err, stderr)
 	}
+}
+
+// Every broker's rc3 takes the steps Flux's Python rc3 (`flux modprobe rc3`) would take, from
+// the plan its rc1 wrote (modprobe-rc1.py), without Python: the same modules and commands, in
+// an order that keeps what matters (the finish event before kvs goes, the content flush after
+// it and before the backing store goes, content last); the brokers stop with every module
+// unloaded. A module the plan does not know (one loaded by hand after rc1) is left over after
+// it: Flux's rc3 then runs for it.
+func TestRc3Plan(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t, "rc3-plan")
+	r := newRelease(t, ns, "flux-sample", helm4)
+	r.install("--set", "size=3")
+	pods := up(t, r, 3, 16)
+	for rank := range 2 {
+		pod := pods[rank].Name
+		plan, stderr, err := execIn(ns, pod, "flux", "cat", "/minicluster/run/flux/rc3-plan")
+		if err != nil {
+			t.Fatalf("broker %d has no rc3 plan: %v %s", rank, err, stderr)
+		}
+		// Flux's own rc3, dry, with the broker's modprobe path (Fluxion's files, the chart's).
+		dry, stderr, err := execIn(ns, pod, "flux", "/bin/sh", "-c",
+			`env "$(tr '\0' '\n' < /proc/$(flux getattr broker.pid)/environ | grep ^FLUX_MODPROBE_PATH_APPEND=)" flux modprobe rc3 --dry-run`)
+		if err != nil {
+			t.Fatalf("flux modprobe rc3 --dry-run on rank %d: %v %s", rank, err, stderr)
+		}
+		want, got := dryRunSteps(dry), planSteps(plan)
+		sort.Strings(want)
+		gotNames := slices.Sorted(maps.Keys(got))
+		if !slices.Equal(gotNames, want) {
+			t.Errorf("broker %d: the plan's steps %v, Flux's rc3 %v\nplan:\n%s\ndry run:\n%s", rank, gotNames, want, plan, dry)
+		}
+		before := func(a, b string) {
+			_, hasA := got[a]
+			_, hasB := got[b]
+			if !hasA || !hasB {
+				return
+			}
+			if got[a] >= got[b] {
+				t.Errorf("broker %d: the plan does %s in round %d, not before %s (round %d):\n%s", rank, a, got[a], b, got[b], plan)
+			}
+		}
+		before("kvs", "content")
+		before("resource", "kvs")
+		before("post-finish-event", "kvs")
+		before("kvs", "content-flush")
+		before("content-flush", "content-sqlite")
+		before("job-manager", "resource")
+	}
+	// Broker 2's plan loses a module (as if loaded by hand after rc1): rc3.sh sees it left
+	// over and runs Flux's rc3 for it.
+	if _, stderr, err := execIn(ns, pods[2].Name, "flux", "sed", "-i", "/^remove job-info$/d", "/minicluster/run/flux/rc3-plan"); err != nil {
+		t.Fatalf("edit broker 2's plan: %v %s", err, stderr)
+	}
+	logs := make([]func() string, 3)
+	for i := range 3 {
+		logs[i] = followLogs(t, ns, pods[i].Name, "flux")
+	}
+	r.uninstallToNothing()
+	for i, log := range logs {
+		text := log()
+		if !strings.Contains(text, "/minicluster/scripts/rc3.sh") || !strings.Contains(text, "rc3-success") {
+			t.Errorf("broker %d: no rc3.sh that succeeded:\n%s", i, text)
+		}
+		if strings.Contains(text, "was not properly shut down") {
+			t.Errorf("broker %d exited with modules still loaded:\n%s", i, text)
+		}
+		leftOver := strings.Contains(text, "rc3.sh: module job-info is still loaded")
+		if leftOver != (i == 2) {
+			t.Errorf("broker %d: Flux's rc3 ran for a module left over: %v, want %v:\n%s", i, leftOver, i == 2, text)
+		}
+	}
+}
+
+// planSteps reads an rc3 plan: each module removed and command run, with its round.
+func planSteps(plan string) map[string]int {
+	commands := map[string]string{"flux startlog --post-finish-event": "post-finish-event", "flux content flush": "content-flush"}
+	steps, round := map[string]int{}, 0
+	for _, line := range strings.Split(plan, "\n") {
+		action, arg, _ := strings.Cut(line, " ")
+		switch action {
+		case "remove":
+			steps[arg] = round
+		case "exec":
+			steps[commands[arg]] = round
+		case "wait":
+			round++
+		}
+	}
+	return steps
+}
+
+// dryRunSteps reads `flux modprobe rc3 --dry-run`: the modules it removes and the tasks it
+// runs, but its rc3.d scripts' task (run-all-rc3), which the plan lists as scripts.
+func dryRunSteps(out string) []string {
+	var steps []string
+	for _, line := range strings.Split(out, "\n") {
+		action, arg, _ := strings.Cut(strings.TrimSpace(line), " ")
+		if (action == "remove" || action == "run") && arg != "run-all-rc3" {
+			steps = append(steps, arg)
+		}
+	}
+	return steps
 }

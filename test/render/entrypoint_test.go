@@ -363,7 +363,7 @@ func TestEntrypointInteractiveLead(t *testing.T) {
 		"-Slog-stderr-mode=local",
 		"-Sbroker.cleanup-timeout=0s",
 		"-Stbon.topo=kary:8",
-		"-Sbroker.rc3_path=trap '' HUP; flux modprobe rc3",
+		"-Sbroker.rc3_path=trap '' HUP; /bin/sh " + p.root + "/minicluster/scripts/rc3.sh " + p.root + "/minicluster/run/flux/rc3-plan flux modprobe rc3",
 		"-Sbroker.rc2_none=1"}, runs[0])
 	info, err := os.Stat(p.root + "/minicluster/run/flux")
 	require.NoError(t, err, "the broker's rundir")
@@ -627,7 +627,8 @@ func TestEntrypointBrokerOptionsStayWhole(t *testing.T) {
 	runs := p.brokerRuns(t)
 	require.Len(t, runs, 2)
 	for _, run := range runs {
-		assert.Equal(t, []string{"-Stbon.topo=kary:2", "-Sbroker.rc3_path=trap '' HUP; flux modprobe rc3", "-Sa=1", "-Sb=x y", "-Sc=*", "-Sd=$HOME", "-Sbroker.rc2_none=1"}, run[len(run)-7:])
+		rc3 := "-Sbroker.rc3_path=trap '' HUP; /bin/sh " + p.root + "/minicluster/scripts/rc3.sh " + p.root + "/minicluster/run/flux/rc3-plan flux modprobe rc3"
+		assert.Equal(t, []string{"-Stbon.topo=kary:2", rc3, "-Sa=1", "-Sb=x y", "-Sc=*", "-Sd=$HOME", "-Sbroker.rc2_none=1"}, run[len(run)-7:])
 	}
 }
 

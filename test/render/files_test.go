@@ -37,10 +37,11 @@ func TestScriptsAreTheChartFiles(t *testing.T) {
 		"env.sh":          scripts.Data["env.sh"],
 		"flux.sh":         scripts.Data["flux"],
 		"modprobe-rc1.py": scripts.Data["modprobe-rc1.py"],
+		"rc3.sh":          scripts.Data["rc3.sh"],
 		"view-copy.sh":    container(t, job, "flux-view").Command[2],
 		"test-wiring.sh":  test.Spec.Containers[0].Command[2],
 	}
-	assert.Len(t, scripts.Data, 4, "entrypoint.sh, env.sh, flux, modprobe-rc1.py")
+	assert.Len(t, scripts.Data, 5, "entrypoint.sh, env.sh, flux, modprobe-rc1.py, rc3.sh")
 	entries, err := os.ReadDir(filepath.Join(helmtest.ChartDir(), "files"))
 	require.NoError(t, err)
 	for _, e := range entries {

@@ -140,7 +140,9 @@ fi
 # rc3 (unloading the modules) runs to its end. A worker the lead is already shutting down
 # gets SIGTERM too on uninstall; a signal during rc3 aborts it with SIGHUP, and a broker that
 # exits with its modules loaded waits 10 s for each of them (flux-core 0.88).
-# A worker's rc3 leaves rc3-done in its rundir as it ends (see stop_broker).
+# A worker's rc3 leaves rc3-done in its rundir as it ends (see stop_broker). Every broker's rc3
+# is rc3.sh: Flux's steps without Python where its rc1 left a plan (modprobe-rc1.py), else
+# Flux's own rc3.
 rc3_done=$run/flux/rc3-done
 # flux.state (MINICLUSTER_STATE, the lead's): the lead restores the archive an earlier lead
 # left there, and its rc3 dumps the content store to a temporary name (with the archive's
@@ -163,6 +165,7 @@ if [ "$index" -eq 0 ] && [ -n "${MINICLUSTER_STATE:-}" ]; then
   set -- "$@" -Scontent.dump="$state_tmp"
 fi
 if rc3=$(flux config builtin rc3_path 2>/dev/null) && [ -n "$rc3" ]; then
+  rc3="/bin/sh /minicluster/scripts/rc3.sh $run/flux/rc3-plan $rc3"
   if [ -n "$state" ]; then
     set -- "$@" -Sbroker.rc3_path="trap '' HUP; : > $rc3_started; $rc3; status=\$?; if [ \$status -eq 0 ] && [ -s $state_tmp ]; then sync $state_tmp 2>/dev/null; mv -f $state_tmp $state && echo \"minicluster: flux.state: dumped to $state\" >&2; else echo \"minicluster: flux.state: rc3 failed (status \$status): the content dump did not finish; keeping the previous archive\" >&2; rm -f $state_tmp; fi; : > $rc3_done; exit \$status"
   elif [ "$index" -eq 0 ]; then
