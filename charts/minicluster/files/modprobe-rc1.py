@@ -17,8 +17,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from flux.conf_builtin import conf_builtin_get
-from flux.modprobe import ModuleList, rank_conditional, task
+from flux.modprobe import task
 
 
 @task("minicluster-worker", ranks=">0")
@@ -32,19 +31,23 @@ def worker(context):
         print(f"minicluster: no joined or stopping mark: {exc}", file=sys.stderr)
 
 
-@task("minicluster-rc3-plan", after=["*"])
 def rc3_plan(context):
     try:
         plan = rc3_steps(context)
+        if plan is None:
+            return
+        path = context.attr_get("rundir") + "/rc3-plan"
+        with open(path + ".tmp", "w") as f:
+            f.write("".join(f"{action} {arg}\n" for action, arg in plan))
+        os.rename(path + ".tmp", path)
     except Exception as exc:  # any Flux this code does not know: the Python rc3 runs
         print(f"minicluster: rc3 runs as Flux ships it: {exc}", file=sys.stderr)
-        return
-    if plan is None:
-        return
-    path = context.attr_get("rundir") + "/rc3-plan"
-    with open(path + ".tmp", "w") as f:
-        f.write("".join(f"{action} {arg}\n" for action, arg in plan))
-    os.rename(path + ".tmp", path)
+
+
+try:  # last, once every module is loaded; a modprobe that refuses this runs its own rc3
+    rc3_plan_task = task("minicluster-rc3-plan", after=["*"])(rc3_plan)
+except Exception as exc:
+    print(f"minicluster: rc3 runs as Flux ships it: {exc}", file=sys.stderr)
 
 
 # The tasks of flux-core's rc3.py other than its modules' removal, as commands.
@@ -58,6 +61,9 @@ def rc3_steps(context):
     """The steps of `flux modprobe rc3` on this broker: the rc3.d scripts, then its tasks and
     the removal of every loaded module modprobe knows (each removed before the modules it was
     loaded after), in an order that keeps every task's before and after."""
+    # Imported here: a Flux whose modprobe lacks them still loads this file (and runs rc3 itself).
+    from flux.modprobe import ModuleList, rank_conditional
+
     rank = int(context.attr_get("rank"))
     modules = ModuleList(context.handle)
     # Flux's rc3 removes the modules it has a task for on this rank; it leaves the rest.
@@ -151,6 +157,8 @@ def rc3_tasks(path):
 
 def rc3d_scripts():
     """The rc3.d scripts flux-core's rc3 runs (run_all_rc_scripts), in its order."""
+    from flux.conf_builtin import conf_builtin_get
+
     dirs = [Path(conf_builtin_get("confdir")).resolve()]
     dirs += [Path(d) for d in os.environ.get("FLUX_RC_EXTRA", "").split(":") if d.strip()]
     scripts = []
