@@ -82,7 +82,6 @@ var kwokToleration = corev1.Toleration{Key: kwokLabel, Operator: corev1.Tolerati
 func kwokValues(t testing.TB, extra ...string) string {
 	t.Helper()
 	values := strings.Join(append([]string{
-		"interactive: true",
 		"nodeSelector: {" + kwokLabel + `: "true"}`,
 		"tolerations: [{key: " + kwokLabel + ", operator: Exists, effect: NoSchedule}]",
 	}, extra...), "\n") + "\n"
