@@ -198,7 +198,7 @@ func operatorFloor(b *testing.B, size int, helm string) floorTimes {
 		}
 	}
 	f.helmInstall = timed(b, "", helm, "install", "floor", chart, "--namespace", ns, "--set", "size=2")
-	f.helmUpgrade = timed(b, "", helm, "upgrade", "floor", chart, "--namespace", ns, "--reuse-values", "--set", "size=3")
+	f.helmUpgrade = timed(b, "", helm, "upgrade", "floor", chart, "--namespace", ns, "--reuse-values", resizeFlag, "--set", "size=3")
 	f.helmUninstall = timed(b, "", helm, "uninstall", "floor", "--namespace", ns)
 	deleteNamespace(b, ns)
 
@@ -361,7 +361,7 @@ func (c chartSide) create(b *testing.B, ns string, size, maxSize int, command st
 }
 
 func (c chartSide) resize(b *testing.B, ns string, size int) time.Duration {
-	return timed(b, "", c.helm, "upgrade", benchJob, chartDir, "--namespace", ns, "--reuse-values", "--set", fmt.Sprintf("size=%d", size))
+	return timed(b, "", c.helm, "upgrade", benchJob, chartDir, "--namespace", ns, "--reuse-values", resizeFlag, "--set", fmt.Sprintf("size=%d", size))
 }
 
 func (c chartSide) remove(b *testing.B, ns string) time.Duration {

@@ -143,3 +143,34 @@ func eachHelm(t *testing.T, f func(t *testing.T, helm string)) {
 		})
 	}
 }
+
+// Helm's client-side schema check (skipped by --disable-openapi-validation, as NOTES.txt's
+// resize command does) changes nothing the API server decides: a manifest with an unknown field
+// gets the same verdict with and without it (Helm 4: refused by the server's strict field
+// validation on apply; Helm 3: created, the field dropped by the server).
+func TestClientSideCheckChangesNothing(t *testing.T) {
+	eachHelm(t, func(t *testing.T, helm string) {
+		ns := newNamespace(t, "client-check")
+		var verdicts []string
+		for _, flags := range [][]string{nil, {"--disable-openapi-validation"}} {
+			r := newRelease(t, ns, "bogus", helm)
+			out, err := r.tryInstall(append([]string{"--set", "size=1,securityContext.bogusField=1"}, flags...)...)
+			verdict := "created"
+			if err != nil {
+				verdict = "refused"
+				if !strings.Contains(out, "bogusField") {
+					t.Errorf("helm install %v refused the install, not for the unknown field:\n%s", flags, out)
+				}
+			}
+			verdicts = append(verdicts, verdict)
+			r.uninstallToNothing()
+		}
+		t.Logf("an unknown field, with and without the client-side check: %v", verdicts)
+		if verdicts[0] != verdicts[1] {
+			t.Errorf("with Helm's client-side check the install was %s, without it %s", verdicts[0], verdicts[1])
+		}
+		if strings.Contains(helm, "helm4") && verdicts[1] != "refused" {
+			t.Errorf("Helm 4 without the client-side check: an unknown field was %s, want refused by the API server", verdicts[1])
+		}
+	})
+}
