@@ -152,7 +152,7 @@ func TestClientSideCheckChangesNothing(t *testing.T) {
 	eachHelm(t, func(t *testing.T, helm string) {
 		ns := newNamespace(t, "client-check")
 		var verdicts []string
-		for _, flags := range [][]string{nil, {"--disable-openapi-validation"}} {
+		for _, flags := range [][]string{nil, {resizeFlag}} {
 			r := newRelease(t, ns, "bogus", helm)
 			out, err := r.tryInstall(append([]string{"--set", "size=1,securityContext.bogusField=1"}, flags...)...)
 			verdict := "created"

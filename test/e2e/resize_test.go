@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -99,13 +100,7 @@ func TestUninstallAfterResizeUnloadsEveryModule(t *testing.T) {
 		t.Fatal(err)
 	}
 	pods := waitFluxUp(t, ns, r.name, 4, 16, wiringTimeout)
-	logs := make([]func() string, 4)
-	for i := range 4 {
-		logs[i] = followLogs(t, ns, pods[i].Name, "flux")
-	}
-	r.uninstallToNothing()
-	for i, log := range logs {
-		text := log()
+	for i, text := range uninstallFollowingLogs(t, r, pods, 4) {
 		// Its own SIGTERM, or the lead's stop first (its own SIGTERM then kept from it).
 		stopped := strings.Contains(text, "SIGTERM: stopping the broker") || strings.Contains(text, "SIGTERM: the broker is already stopping")
 		if !stopped || !strings.Contains(text, "builtins-done: unload-builtins->exit") {
@@ -274,13 +269,7 @@ func TestRc3Plan(t *testing.T) {
 	if _, stderr, err := execIn(ns, pods[2].Name, "flux", "sed", "-i", "/^remove job-info$/d", "/minicluster/run/flux/rc3-plan"); err != nil {
 		t.Fatalf("edit broker 2's plan: %v %s", err, stderr)
 	}
-	logs := make([]func() string, 3)
-	for i := range 3 {
-		logs[i] = followLogs(t, ns, pods[i].Name, "flux")
-	}
-	r.uninstallToNothing()
-	for i, log := range logs {
-		text := log()
+	for i, text := range uninstallFollowingLogs(t, r, pods, 3) {
 		if !strings.Contains(text, "/minicluster/scripts/rc3.sh") || !strings.Contains(text, "rc3-success") {
 			t.Errorf("broker %d: no rc3.sh that succeeded:\n%s", i, text)
 		}
@@ -292,6 +281,22 @@ func TestRc3Plan(t *testing.T) {
 			t.Errorf("broker %d: Flux's rc3 ran for a module left over: %v, want %v:\n%s", i, leftOver, i == 2, text)
 		}
 	}
+}
+
+// uninstallFollowingLogs uninstalls r to nothing and returns what brokers 0..n-1 logged (their
+// flux container) from just before the uninstall to their end.
+func uninstallFollowingLogs(t *testing.T, r *release, pods map[int]corev1.Pod, n int) []string {
+	t.Helper()
+	logs := make([]func() string, n)
+	for i := range n {
+		logs[i] = followLogs(t, r.ns, pods[i].Name, "flux")
+	}
+	r.uninstallToNothing()
+	texts := make([]string, n)
+	for i, log := range logs {
+		texts[i] = log()
+	}
+	return texts
 }
 
 // planSteps reads an rc3 plan: each module removed and command run, with its round.

@@ -61,19 +61,22 @@ def rc3_steps(context):
     """The steps of `flux modprobe rc3` on this broker: the rc3.d scripts, then its tasks and
     the removal of every loaded module modprobe knows (each removed before the modules it was
     loaded after), in an order that keeps every task's before and after."""
-    # Imported here: a Flux whose modprobe lacks them still loads this file (and runs rc3 itself).
-    from flux.modprobe import ModuleList, rank_conditional
+    # Imported here: a Flux whose modprobe lacks it still loads this file (and runs rc3 itself).
+    from flux.modprobe import rank_conditional
 
     rank = int(context.attr_get("rank"))
-    modules = ModuleList(context.handle)
+    # One module.list for all: the built-ins, and the others with the services they provide.
+    mods = context.rpc("module.list").get()["mods"]
+    builtins = [m["name"] for m in mods if m["path"] == "builtin"]
+    service = {s: m["name"] for m in mods if m["path"] != "builtin" for s in m["services"]}
     # Flux's rc3 removes the modules it has a task for on this rank; it leaves the rest.
-    known = [name for name in modules if context.modprobe.has_task(name)]
+    known = [m["name"] for m in mods if m["path"] != "builtin" and context.modprobe.has_task(m["name"])]
     loaded = [name for name in known if context.modprobe.get_task(name).ranks.test(rank)]
 
     def node(name):
         if name in commands:
             return name
-        found = modules.lookup(name) or name
+        found = service.get(name, name)
         return found if found in loaded else None
 
     commands = {}
@@ -130,8 +133,7 @@ def rc3_steps(context):
         ready = sorted(after)
     if done != len(first):
         raise ValueError("the steps' order has a cycle")
-    builtins = context.rpc("module.list").get()["mods"]
-    plan += [("keep", m["name"]) for m in builtins if m["path"] == "builtin"]
+    plan += [("keep", name) for name in builtins]
     plan += [("keep", name) for name in known if name not in loaded]
     return plan
 
@@ -146,8 +148,7 @@ def rc3_tasks(path):
         for call in getattr(node, "decorator_list", []):
             if not (isinstance(call, ast.Call) and getattr(call.func, "id", "") == "task"):
                 continue
-            t = {"ranks": "all", "before": [], "after": [], "needs": []}
-            t.update(needs_config=[], needs_attrs=[], needs_env=[])
+            t = {"ranks": "all", "before": [], "after": [], "needs": [], "needs_config": [], "needs_attrs": [], "needs_env": []}
             t["name"] = ast.literal_eval(call.args[0])
             for kw in call.keywords:
                 t[kw.arg] = ast.literal_eval(kw.value)
