@@ -20,10 +20,10 @@ import (
 // comma-separated, for more sizes) on simulated nodes (`make kwok-up`), each step next to its
 // floor measured in the same run: a bare indexed Job of the same size with its headless Service
 // (publishNotReadyAddresses), through the same steps, done the cheapest way (the Job patched,
-// deleted). The steps: install until every pod runs and the EndpointSlices list every hostname;
-// resize to half until exactly that many run and are listed; back to full; uninstall until
-// nothing is left (pods and EndpointSlices included). Each run prints its figures; the end a
-// table of the means.
+// deleted), in turns (the floor first in odd runs, the chart in even ones). The steps: install
+// until every pod runs and the EndpointSlices list every hostname; resize to half until exactly
+// that many run and are listed; back to full; uninstall until nothing is left (pods and
+// EndpointSlices included). Each run prints its figures; the end a table of the means.
 func BenchmarkKwok(b *testing.B) {
 	for _, s := range strings.Split(envOr("BENCH_KWOK_SIZES", "1000"), ",") {
 		size, err := strconv.Atoi(strings.TrimSpace(s))
@@ -34,11 +34,17 @@ func BenchmarkKwok(b *testing.B) {
 	}
 }
 
-// scaleSteps are the times of one run's steps.
-type scaleSteps struct{ install, half, full, uninstall time.Duration }
+// scaleSteps are the times of one run's steps, and the pod PATCHes of its uninstall: the Job
+// controller's removals of the job-tracking finalizer, at its client's 20 calls a second, and
+// of those the ones that found the pod already gone (its cache behind).
+type scaleSteps struct {
+	install, half, full, uninstall time.Duration
+	patches, patchesGone           float64
+}
 
 func (s scaleSteps) plus(o scaleSteps) scaleSteps {
-	return scaleSteps{s.install + o.install, s.half + o.half, s.full + o.full, s.uninstall + o.uninstall}
+	return scaleSteps{s.install + o.install, s.half + o.half, s.full + o.full, s.uninstall + o.uninstall,
+		s.patches + o.patches, s.patchesGone + o.patchesGone}
 }
 
 func (s scaleSteps) list() []time.Duration {
@@ -54,8 +60,18 @@ func benchKwok(b *testing.B, size int) {
 	runs := 0
 	for b.Loop() {
 		runs++
-		f := floorSteps(b, size, within)
-		c, returned := chartSteps(b, size, within, values)
+		// Alternating which goes first: a step's time depends on what the control plane did
+		// just before it (at 1,000, one run's uninstall took 57 s after the other's, 168 s while
+		// another namespace of 1,000 pods was still being deleted).
+		var f, c scaleSteps
+		var returned time.Duration
+		if runs%2 == 1 {
+			f = floorSteps(b, size, within)
+			c, returned = chartSteps(b, size, within, values)
+		} else {
+			c, returned = chartSteps(b, size, within, values)
+			f = floorSteps(b, size, within)
+		}
 		fmt.Printf("%s: run %d: floor %s; chart %s; helm install returned after %.2f\n", b.Name(), runs, f, c, returned.Seconds())
 		floor, chart, helmReturned = floor.plus(f), chart.plus(c), helmReturned+returned
 	}
@@ -67,6 +83,8 @@ func benchKwok(b *testing.B, size int) {
 		fmt.Printf("| %s | %.1f | %.1f | %+.1f |\n", name, fl, ch, ch-fl)
 	}
 	fmt.Printf("| (of which `helm install` returns) | | %.2f | |\n", mean(helmReturned))
+	fmt.Printf("| (the uninstall's pod PATCHes; of them on pods already gone) | %.0f; %.0f | %.0f; %.0f | |\n",
+		floor.patches/float64(runs), floor.patchesGone/float64(runs), chart.patches/float64(runs), chart.patchesGone/float64(runs))
 	units := []string{"install", "resize-half", "resize-full", "uninstall"}
 	for i, u := range units {
 		b.ReportMetric(mean(floor.list()[i]), "s/floor-"+u)
@@ -75,7 +93,41 @@ func benchKwok(b *testing.B, size int) {
 }
 
 func (s scaleSteps) String() string {
-	return fmt.Sprintf("install %.1f, half %.1f, full %.1f, uninstall %.1f", s.install.Seconds(), s.half.Seconds(), s.full.Seconds(), s.uninstall.Seconds())
+	return fmt.Sprintf("install %.1f, half %.1f, full %.1f, uninstall %.1f (pod PATCHes %.0f, %.0f on pods gone)",
+		s.install.Seconds(), s.half.Seconds(), s.full.Seconds(), s.uninstall.Seconds(), s.patches, s.patchesGone)
+}
+
+// podPatches reads the API server's counts of pod PATCHes (not of their status) so far: those
+// that found the pod, and those that found it gone (404).
+func podPatches(b *testing.B) (found, gone float64) {
+	raw, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		b.Fatalf("the API server's metrics: %v", err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		rest, ok := strings.CutPrefix(line, "apiserver_request_total{")
+		if !ok {
+			continue
+		}
+		labels, value, ok := strings.Cut(rest, "} ")
+		if !ok {
+			continue
+		}
+		if !strings.Contains(labels, `resource="pods"`) || !strings.Contains(labels, `subresource=""`) || !strings.Contains(labels, `verb="PATCH"`) {
+			continue
+		}
+		n, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			b.Fatalf("the API server's metrics: %q: %v", line, err)
+		}
+		switch {
+		case strings.Contains(labels, `code="200"`):
+			found += n
+		case strings.Contains(labels, `code="404"`):
+			gone += n
+		}
+	}
+	return found, gone
 }
 
 // floorSteps takes a bare indexed Job and its headless Service through the steps.
@@ -111,6 +163,7 @@ func floorSteps(b *testing.B, size int, within time.Duration) scaleSteps {
 			s.full = time.Since(start)
 		}
 	}
+	patches, gone := podPatches(b)
 	start = time.Now()
 	// As Helm deletes a release's Job and Service.
 	if err := kube.BatchV1().Jobs(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
@@ -121,6 +174,8 @@ func floorSteps(b *testing.B, size int, within time.Duration) scaleSteps {
 	}
 	eventuallyFast(b, within, "floor: nothing left", func() (bool, string) { return v.gone(name, name) })
 	s.uninstall = time.Since(start)
+	s.patches, s.patchesGone = podPatches(b)
+	s.patches, s.patchesGone = s.patches-patches, s.patchesGone-gone
 	deleteNamespace(b, ns)
 	return s
 }
@@ -148,6 +203,7 @@ func chartSteps(b *testing.B, size int, within time.Duration, values string) (sc
 			s.full = time.Since(start)
 		}
 	}
+	patches, gone := podPatches(b)
 	start = time.Now()
 	r.uninstall()
 	eventuallyFast(b, within, "chart: nothing left", func() (bool, string) {
@@ -158,6 +214,8 @@ func chartSteps(b *testing.B, size int, within time.Duration, values string) (sc
 		return err == nil && len(left) == 0, fmt.Sprintf("left: %v %v", left, err)
 	})
 	s.uninstall = time.Since(start)
+	s.patches, s.patchesGone = podPatches(b)
+	s.patches, s.patchesGone = s.patches-patches, s.patchesGone-gone
 	deleteNamespace(b, ns)
 	return s, returned
 }

@@ -223,11 +223,18 @@ func TestWorkerThatHasNotJoinedIsKilled(t *testing.T) {
 // it and before the backing store goes, content last); the brokers stop with every module
 // unloaded. A module the plan does not know (one loaded by hand after rc1) is left over after
 // it: Flux's rc3 then runs for it.
+// Both with the view and with Flux in the image, whose flux-module rc3.sh finds apart.
 func TestRc3Plan(t *testing.T) {
+	t.Parallel()
+	t.Run("view", func(t *testing.T) { testRc3Plan(t, "size=3") })
+	t.Run("flux-in-image", func(t *testing.T) { testRc3Plan(t, "size=3,flux.view.enabled=false,image="+fluxImage) })
+}
+
+func testRc3Plan(t *testing.T, set string) {
 	t.Parallel()
 	ns := newNamespace(t, "rc3-plan")
 	r := newRelease(t, ns, "flux-sample", helm4)
-	r.install("--set", "size=3")
+	r.install("--set", set)
 	pods := up(t, r, 3, 16)
 	for rank := range 2 {
 		pod := pods[rank].Name
@@ -275,6 +282,9 @@ func TestRc3Plan(t *testing.T) {
 		}
 		if strings.Contains(text, "was not properly shut down") {
 			t.Errorf("broker %d exited with modules still loaded:\n%s", i, text)
+		}
+		if strings.Contains(text, "no flux-module on FLUX_EXEC_PATH") {
+			t.Errorf("broker %d: rc3.sh did not find flux-module where the flux front-end finds it:\n%s", i, text)
 		}
 		leftOver := strings.Contains(text, "rc3.sh: module job-info is still loaded")
 		if leftOver != (i == 2) {
