@@ -97,8 +97,17 @@ func (s scaleSteps) String() string {
 		s.install.Seconds(), s.half.Seconds(), s.full.Seconds(), s.uninstall.Seconds(), s.patches, s.patchesGone)
 }
 
-// podPatches reads the API server's counts of pod PATCHes (not of their status) so far: those
-// that found the pod, and those that found it gone (404).
+// countPodPatches starts counting pod PATCHes (not of their status); the function it returns
+// gives those since: the ones that found the pod, and the ones that found it gone (404).
+func countPodPatches(b *testing.B) func() (found, gone float64) {
+	found0, gone0 := podPatches(b)
+	return func() (found, gone float64) {
+		found, gone = podPatches(b)
+		return found - found0, gone - gone0
+	}
+}
+
+// podPatches reads the API server's counts of pod PATCHes (not of their status) so far.
 func podPatches(b *testing.B) (found, gone float64) {
 	raw, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
 	if err != nil {
@@ -163,7 +172,7 @@ func floorSteps(b *testing.B, size int, within time.Duration) scaleSteps {
 			s.full = time.Since(start)
 		}
 	}
-	patches, gone := podPatches(b)
+	patchesSince := countPodPatches(b)
 	start = time.Now()
 	// As Helm deletes a release's Job and Service.
 	if err := kube.BatchV1().Jobs(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
@@ -174,8 +183,7 @@ func floorSteps(b *testing.B, size int, within time.Duration) scaleSteps {
 	}
 	eventuallyFast(b, within, "floor: nothing left", func() (bool, string) { return v.gone(name, name) })
 	s.uninstall = time.Since(start)
-	s.patches, s.patchesGone = podPatches(b)
-	s.patches, s.patchesGone = s.patches-patches, s.patchesGone-gone
+	s.patches, s.patchesGone = patchesSince()
 	deleteNamespace(b, ns)
 	return s
 }
@@ -203,7 +211,7 @@ func chartSteps(b *testing.B, size int, within time.Duration, values string) (sc
 			s.full = time.Since(start)
 		}
 	}
-	patches, gone := podPatches(b)
+	patchesSince := countPodPatches(b)
 	start = time.Now()
 	r.uninstall()
 	eventuallyFast(b, within, "chart: nothing left", func() (bool, string) {
@@ -214,8 +222,7 @@ func chartSteps(b *testing.B, size int, within time.Duration, values string) (sc
 		return err == nil && len(left) == 0, fmt.Sprintf("left: %v %v", left, err)
 	})
 	s.uninstall = time.Since(start)
-	s.patches, s.patchesGone = podPatches(b)
-	s.patches, s.patchesGone = s.patches-patches, s.patchesGone-gone
+	s.patches, s.patchesGone = patchesSince()
 	deleteNamespace(b, ns)
 	return s, returned
 }
