@@ -185,18 +185,7 @@ func timeSide(b *testing.B, s benchSide, size int) sideTimes {
 func operatorFloor(b *testing.B, size int, helm string) floorTimes {
 	var f floorTimes
 	ns := newNamespace(b, "op-floor")
-	chart := b.TempDir()
-	for name, text := range map[string]string{
-		"Chart.yaml":               "apiVersion: v2\nname: floor\nversion: 0.1.0\n",
-		"templates/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  size: {{ .Values.size | quote }}\n",
-	} {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(chart, name)), 0o755); err != nil {
-			b.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(chart, name), []byte(text), 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
+	chart := writeChart(b, "floor", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  size: {{ .Values.size | quote }}\n")
 	f.helmInstall = timed(b, "", helm, "install", "floor", chart, "--namespace", ns, "--set", "size=2")
 	f.helmUpgrade = timed(b, "", helm, "upgrade", "floor", chart, "--namespace", ns, "--reuse-values", resizeFlag, "--set", "size=3")
 	f.helmUninstall = timed(b, "", helm, "uninstall", "floor", "--namespace", ns)
