@@ -30,12 +30,13 @@ import (
 // side. Three sides: the operator (its flux-view init container copies the view into each pod,
 // and its container copies the software once more), the chart's default (flux.view.mode=auto:
 // the view image mounted on Kubernetes >= 1.35) and the chart copying the view as the operator
-// does (flux.view.mode=copy, once). The operator is the source snapshot in ../shared/flux-operator,
-// built by ci/operator/build.sh and run out of cluster by this benchmark (its manager process, the
-// MiniCluster CRD applied first and deleted at the end). At each size of BENCH_OPERATOR_SIZES
-// (default 6,16), every step runs on every side in turn, the side that goes first rotating from
-// one iteration to the next, each in a new namespace; the floors (a bare indexed Job) run in the
-// same iteration. The end prints the medians, the ratios to the operator and the targets.
+// does (flux.view.mode=copy, once; into memory with BENCH_COPY_MEDIUM=Memory). The operator is
+// the source snapshot in ../shared/flux-operator, built by ci/operator/build.sh and run out of
+// cluster by this benchmark (its manager process, the MiniCluster CRD applied first and deleted
+// at the end). At each size of BENCH_OPERATOR_SIZES (default 6,16), every step runs on every
+// side in turn, the side that goes first rotating from one iteration to the next, each in a new
+// namespace; the floors (a bare indexed Job) run in the same iteration. The end prints the
+// medians, the ratios to the operator and the targets.
 //
 // Flux in the application image cannot be compared: the operator always mounts an emptyDir at
 // /opt/software, which hides a Flux installed there (as the project's flux image has it, in the
@@ -45,8 +46,13 @@ func BenchmarkOperator(b *testing.B) {
 	helm := envOr("BENCH_HELM", helm4)
 	// The operator, the chart's default (auto: the view image mounted on Kubernetes >= 1.35) and
 	// the chart copying the view as the operator does.
+	// BENCH_COPY_MEDIUM=Memory copies the view into memory instead (flux.view.medium).
+	copyValues := "flux.view.mode=copy"
+	if medium := os.Getenv("BENCH_COPY_MEDIUM"); medium != "" {
+		copyValues += ",flux.view.medium=" + medium
+	}
 	sides := []benchSide{op, chartSide{helm: helm, label: "chart"},
-		chartSide{helm: helm, label: "chart-copy", set: []string{"--set", "flux.view.mode=copy"}}}
+		chartSide{helm: helm, label: "chart-copy", set: []string{"--set", copyValues}}}
 	sizes := benchSizes(b, "BENCH_OPERATOR_SIZES", "6,16")
 	for _, s := range sides { // untimed: every node pulls the images once
 		ns := newNamespace(b, "warm-"+s.name())
