@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 )
 
 // BenchmarkKwok: the control plane's side of a MiniCluster of 1,000 brokers (BENCH_KWOK_SIZES,
@@ -174,13 +173,7 @@ func floorSteps(b *testing.B, size int, within time.Duration) scaleSteps {
 	}
 	patchesSince := countPodPatches(b)
 	start = time.Now()
-	// As Helm deletes a release's Job and Service.
-	if err := kube.BatchV1().Jobs(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
-		b.Fatal(err)
-	}
-	if err := kube.CoreV1().Services(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
-		b.Fatal(err)
-	}
+	deleteJobAndService(b, ns, name)
 	eventuallyFast(b, within, "floor: nothing left", func() (bool, string) { return v.gone(name, name) })
 	s.uninstall = time.Since(start)
 	s.patches, s.patchesGone = patchesSince()

@@ -478,7 +478,7 @@ func startOperator(b *testing.B) operatorSide {
 }
 
 // median of the figures picked from each run.
-func median(runs []opRun, pick func(opRun) time.Duration) time.Duration {
+func median[R any](runs []R, pick func(R) time.Duration) time.Duration {
 	var d []time.Duration
 	for _, r := range runs {
 		d = append(d, pick(r))

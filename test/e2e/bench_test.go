@@ -383,6 +383,18 @@ func deleteFloor(b *testing.B, ns, name string, within time.Duration) time.Durat
 	return time.Since(start)
 }
 
+// deleteJobAndService deletes a floor's Job and its Service as helm uninstall deletes a
+// release's (background propagation).
+func deleteJobAndService(b *testing.B, ns, name string) {
+	ctx := context.Background()
+	if err := kube.BatchV1().Jobs(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
+		b.Fatal(err)
+	}
+	if err := kube.CoreV1().Services(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		b.Fatal(err)
+	}
+}
+
 // warmUp runs one ephemeral MiniCluster to its end, untimed, so that the timed runs find the
 // images pulled.
 func warmUp(b *testing.B, helm string, args ...string) {

@@ -4,21 +4,16 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 )
 
@@ -81,15 +76,8 @@ func removeRunning(b *testing.B, side string, size int) removal {
 		createFloor(b, ns, benchJob, size)
 		waitRunning(b, ns, size)
 		remove = func() time.Duration {
-			// Job and Service, as helm uninstall deletes them.
 			start := time.Now()
-			err := kube.BatchV1().Jobs(ns).Delete(context.Background(), benchJob, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
-			if err == nil {
-				err = kube.CoreV1().Services(ns).Delete(context.Background(), benchJob, metav1.DeleteOptions{})
-			}
-			if err != nil {
-				b.Fatal(err)
-			}
+			deleteJobAndService(b, ns, benchJob)
 			return time.Since(start)
 		}
 	}
@@ -103,30 +91,9 @@ func removeRunning(b *testing.B, side string, size int) removal {
 	return r
 }
 
-// waitRunning waits until size pods of the bench's Job run every container.
+// waitRunning waits until size pods of the bench's Job run and its Service lists them.
 func waitRunning(b *testing.B, ns string, size int) {
-	eventuallyFast(b, 5*time.Minute, fmt.Sprintf("%d pods running", size), func() (bool, string) {
-		pods, err := kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "job-name=" + benchJob})
-		if err != nil {
-			return false, err.Error()
-		}
-		running := 0
-		for _, p := range pods.Items {
-			if p.Status.Phase == corev1.PodRunning && allRunning(p.Status.ContainerStatuses) {
-				running++
-			}
-		}
-		return running == size, fmt.Sprintf("%d running", running)
-	})
-}
-
-func allRunning(statuses []corev1.ContainerStatus) bool {
-	for _, s := range statuses {
-		if s.State.Running == nil {
-			return false
-		}
-	}
-	return len(statuses) > 0
+	eventuallyFast(b, 5*time.Minute, fmt.Sprintf("%d pods running and listed", size), func() (bool, string) { return floorReady(ns, benchJob, size) })
 }
 
 // fluxlessChart writes a chart whose one template is the chart's manifest for this install
@@ -199,27 +166,19 @@ func writeChart(b *testing.B, name, template string) string {
 }
 
 func reportUninstall(b *testing.B, size int, sides []string, times map[string][]removal) {
-	median := func(rs []removal, f func(removal) time.Duration) float64 {
-		d := make([]time.Duration, len(rs))
-		for i, r := range rs {
-			d[i] = f(r)
-		}
-		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-		return d[len(d)/2].Seconds()
-	}
 	command := func(r removal) time.Duration { return r.command }
 	gone := func(r removal) time.Duration { return r.gone }
 	var line []string
 	for _, side := range sides {
-		b.ReportMetric(median(times[side], command), "s/command-"+side)
-		b.ReportMetric(median(times[side], gone), "s/gone-"+side)
+		b.ReportMetric(median(times[side], command).Seconds(), "s/command-"+side)
+		b.ReportMetric(median(times[side], gone).Seconds(), "s/gone-"+side)
 		var runs []string
 		for _, r := range times[side] {
 			runs = append(runs, fmt.Sprintf("%.2f/%.2f", r.command.Seconds(), r.gone.Seconds()))
 		}
-		line = append(line, fmt.Sprintf("%s %.2f/%.2f (%s)", side, median(times[side], command), median(times[side], gone), strings.Join(runs, " ")))
+		line = append(line, fmt.Sprintf("%s %.2f/%.2f (%s)", side, median(times[side], command).Seconds(), median(times[side], gone).Seconds(), strings.Join(runs, " ")))
 	}
-	chart, objects := median(times["chart"], gone), median(times["objects"], gone)
+	chart, objects := median(times["chart"], gone).Seconds(), median(times["objects"], gone).Seconds()
 	fmt.Printf("uninstall of a running MiniCluster of %d, medians of %d, command/nothing left in s: %s; Flux's stop adds %.2f s to nothing left\n",
 		size, len(times["chart"]), strings.Join(line, "; "), chart-objects)
 }
