@@ -54,6 +54,16 @@ func section(report, heading string) string {
 	return rest
 }
 
+// contains fails the test for each of wants that text, the named part of the report, lacks.
+func contains(t *testing.T, what, text string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(text, want) {
+			t.Errorf("%s lacks %q:\n%s", what, want, text)
+		}
+	}
+}
+
 func TestTablesFromResults(t *testing.T) {
 	dir := sample(t,
 		result("BenchmarkMiniCluster", 3, map[string]float64{"s/floor": 1.234, "s/ephemeral-install-to-lead-succeeded": 6.5}),
@@ -64,44 +74,29 @@ func TestTablesFromResults(t *testing.T) {
 	report := generate(t, dir)
 
 	floors := section(report, "Next to the floors")
-	for _, want := range []string{
+	contains(t, "the floors' section", floors,
 		"| step | seconds |",
 		"| floor: a bare indexed Job of 6 and its headless Service → every pod running and listed | 1.23 |",
 		"| ephemeral install (`flux run -N 6 hostname`) → lead Succeeded | 6.50 |",
 		"| interactive install → Flux counts 6 brokers online | – |", // not reported by that run
 		"Measured 2026-03-04 05:06 UTC on Test CPU, 2 cores, Linux 6.1.0 x86_64, 3 Kubernetes nodes, the mean of 3 runs: `go test -bench BenchmarkMiniCluster`.",
-	} {
-		if !strings.Contains(floors, want) {
-			t.Errorf("the floors' section lacks %q:\n%s", want, floors)
-		}
-	}
-	// A comparison without results says so, with the command that measures it.
-	if !strings.Contains(floors, "*Not measured in this report.* `go test -tags e2e -run '^$' -bench Uninstall") {
-		t.Errorf("the uninstall table, without results, does not say it was not measured:\n%s", floors)
-	}
+		// A comparison without results says so, with the command that measures it.
+		"*Not measured in this report.* `go test -tags e2e -run '^$' -bench Uninstall",
+	)
 
 	// Sizes are columns in the order of their numbers; columns of different runs each say theirs.
-	size := section(report, "By size")
-	for _, want := range []string{
+	contains(t, "the size section", section(report, "By size"),
 		"| step | size 6 | size 16 |",
 		"| install → Flux counts every broker up | 3.34 | 6.57 |",
 		"- size 6: measured 2026-03-04 05:06 UTC on Test CPU, 2 cores, Linux 6.1.0 x86_64, 3 Kubernetes nodes, 1 run: `go test -bench BenchmarkScale/size=6`.",
-	} {
-		if !strings.Contains(size, want) {
-			t.Errorf("the size section lacks %q:\n%s", want, size)
-		}
-	}
+	)
 
 	op := section(report, "Next to the Flux Operator")
-	for _, want := range []string{
+	contains(t, "the operator section", op,
 		"| size 6, seconds | floor | Flux Operator | chart | chart, view copied |",
 		"| ephemeral create → lead Succeeded | 2.81 | 28.81 | 4.94 | 25.87 |",
 		"the median of 3 runs",
-	} {
-		if !strings.Contains(op, want) {
-			t.Errorf("the operator section lacks %q:\n%s", want, op)
-		}
-	}
+	)
 	for _, s := range []string{"Simulated scale", "HPC", "Queued by Kueue"} {
 		if !strings.Contains(section(report, s), "*Not measured in this report.*") {
 			t.Errorf("section %s, without results, does not say so", s)
