@@ -31,8 +31,10 @@ help: ## this list: every target with what it does
 # Where the end-to-end tests' pods pull the images from: CLUSTER_REGISTRY, else the local
 # cluster's registry (ci/cluster/lib.sh) when the local cluster runs, else none (the images must
 # be on the nodes: make kind-up). The local cluster's login registry goes with its own.
+# The local-cluster-only targets (e2e-kwok, e2e-kueue) use LOCAL_REGISTRY.
 LOCAL_CLUSTER = $(shell [ -S "$(CLUSTER_DIR)/run/containerd.sock" ] && echo yes)
-E2E_REGISTRY = $(or $(CLUSTER_REGISTRY),$(if $(LOCAL_CLUSTER),$(shell source ci/cluster/lib.sh && echo "$$CLUSTER_REGISTRY")))
+LOCAL_REGISTRY = $(or $(CLUSTER_REGISTRY),$(shell source ci/cluster/lib.sh && echo "$$CLUSTER_REGISTRY"))
+E2E_REGISTRY = $(or $(CLUSTER_REGISTRY),$(if $(LOCAL_CLUSTER),$(LOCAL_REGISTRY)))
 E2E_AUTH = $(if $(CLUSTER_REGISTRY),,$(if $(LOCAL_CLUSTER),$(shell source ci/cluster/lib.sh && echo "CLUSTER_AUTH_REGISTRY=$$CLUSTER_AUTH_REGISTRY CLUSTER_AUTH_DIR=$$CLUSTER_AUTH_DIR")))
 E2E_KUBECONFIG = $(or $(KUBECONFIG),$(CLUSTER_DIR)/kubeconfig)
 # push-images DIR REGISTRY FLAGS: the images of DIR, tagged VERSION, to REGISTRY (nothing when empty).
@@ -129,13 +131,13 @@ e2e-kwok: build tools ## the end-to-end tests at scale (E2E_KWOK_SIZE=1000 broke
 	bash ci/kwok/up.sh
 	@# Only the keygen image is pulled for real (its Job runs on the real node); the brokers' never are.
 	go run ./ci/images --out $(BIN)/images --version $(VERSION)
-	$(call push-images,$(BIN)/images,$(E2E_REGISTRY)/minicluster,--insecure)
-	CLUSTER_REGISTRY=$(E2E_REGISTRY) KUBECONFIG=$(CLUSTER_DIR)/kubeconfig MINICLUSTER_REQUIRE_KWOK=1 go test -tags e2e -count=1 -timeout 40m -v -run 'Kwok' ./test/e2e/...
+	$(call push-images,$(BIN)/images,$(LOCAL_REGISTRY)/minicluster,--insecure)
+	CLUSTER_REGISTRY=$(LOCAL_REGISTRY) KUBECONFIG=$(CLUSTER_DIR)/kubeconfig MINICLUSTER_REQUIRE_KWOK=1 go test -tags e2e -count=1 -timeout 40m -v -run 'Kwok' ./test/e2e/...
 
 e2e-kueue: build tools images ## the Kueue tests (queue.name) with real Flux on the local cluster: kueue-up, the tests, kueue-down (also when they fail)
 	bash ci/kueue/up.sh
-	$(call push-images,$(BIN)/images,$(E2E_REGISTRY)/minicluster,--insecure) && \
-	CLUSTER_REGISTRY=$(E2E_REGISTRY) KUBECONFIG=$(CLUSTER_DIR)/kubeconfig MINICLUSTER_REQUIRE_KUEUE=1 go test -tags e2e -count=1 -timeout 30m -v -run 'Kueue' ./test/e2e/...; \
+	$(call push-images,$(BIN)/images,$(LOCAL_REGISTRY)/minicluster,--insecure) && \
+	CLUSTER_REGISTRY=$(LOCAL_REGISTRY) KUBECONFIG=$(CLUSTER_DIR)/kubeconfig MINICLUSTER_REQUIRE_KUEUE=1 go test -tags e2e -count=1 -timeout 30m -v -run 'Kueue' ./test/e2e/...; \
 	rc=$$?; bash ci/kueue/down.sh; exit $$rc
 
 # Each benchmark run writes its results (figures, command, runs, date, machine) to
