@@ -1,6 +1,7 @@
 // Command doclint holds the project's documents to their sizes and their links to the files and
-// headings they name, so that a newcomer's first pages stay short and no link leads nowhere.
-// make lint runs it from the repository's root.
+// headings they name, so that a newcomer's first pages stay short and no link leads nowhere, and
+// every make target to its one line of help (make help lists them). make lint runs it from the
+// repository's root.
 package main
 
 import (
@@ -58,8 +59,41 @@ func check(root string) []string {
 		}
 		problems = append(problems, brokenLinks(f, rel, lines)...)
 	}
+	return append(problems, undocumentedTargets(filepath.Join(root, "Makefile"))...)
+}
+
+// undocumentedTargets names the targets of the Makefile's .PHONY lines whose rule has no
+// "## what it does" for make help.
+func undocumentedTargets(makefile string) []string {
+	lines, err := readLines(makefile)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var phony []string
+	rules := map[string]string{}
+	for _, l := range lines {
+		if names, ok := strings.CutPrefix(l, ".PHONY:"); ok {
+			phony = append(phony, strings.Fields(names)...)
+		} else if name, rest, ok := strings.Cut(l, ":"); ok && target.MatchString(name) && !strings.HasPrefix(rest, "=") {
+			if _, seen := rules[name]; !seen || strings.Contains(rest, "## ") {
+				rules[name] = rest
+			}
+		}
+	}
+	var problems []string
+	for _, name := range phony {
+		rest, ok := rules[name]
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("Makefile: %s is in .PHONY but has no rule", name))
+		case !strings.Contains(rest, "## "):
+			problems = append(problems, fmt.Sprintf("Makefile: target %s has no \"## what it does\" on its rule line, which make help lists", name))
+		}
+	}
 	return problems
 }
+
+var target = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
 
 func readLines(path string) ([]string, error) {
 	data, err := os.ReadFile(path)

@@ -25,6 +25,10 @@ func tree(t *testing.T, files map[string]string) string {
 
 func lines(n int) string { return strings.Repeat("x\n", n) }
 
+// makefileOK: every phony target says what it does; a target's later lines (export, a second
+// rule of prerequisites) need not.
+const makefileOK = ".PHONY: all test\nall: build ## the same as build\ntest: export X = 1\ntest: build ## everything\n\tgo test ./...\n$(BIN):\n\tmkdir -p $@\n"
+
 const chartOK = "# c\n\n" + valuesHeader + "\n"
 
 func TestGoodTreePasses(t *testing.T) {
@@ -32,6 +36,7 @@ func TestGoodTreePasses(t *testing.T) {
 		"README.md":                    "# r\nSee [ops](docs/ops.md#losing-a-broker), [c](charts/minicluster/README.md) and [web](https://x.io/a).\n```sh\n[not](a/link)\n```\n",
 		"docs/ops.md":                  "# Ops\n## Losing a broker\nBack to [the top](../README.md) and [here](#ops).\n" + lines(300),
 		"charts/minicluster/README.md": chartOK,
+		"Makefile":                     makefileOK,
 	})
 	if p := check(dir); len(p) != 0 {
 		t.Fatalf("problems in a good tree: %q", p)
@@ -43,6 +48,7 @@ func TestEachProblemIsNamed(t *testing.T) {
 		"README.md":                    lines(251) + "[gone](docs/gone.md) [anchor](docs/ops.md#nowhere)\n",
 		"docs/ops.md":                  "# Ops\n" + lines(400),
 		"charts/minicluster/README.md": lines(80) + valuesHeader + "\n",
+		"Makefile":                     ".PHONY: all lint gone\nall: build ## the same as build\nlint: tools\n\tgo vet ./...\n",
 	})
 	got := strings.Join(check(dir), "\n")
 	for _, want := range []string{
@@ -51,6 +57,8 @@ func TestEachProblemIsNamed(t *testing.T) {
 		"README.md:252: link to docs/ops.md#nowhere: no heading with that anchor",
 		"docs/ops.md has 401 lines, more than 400",
 		"the values table (\"| key | default | description |\") must start within its first 80 lines, found at 81",
+		"Makefile: target lint has no \"## what it does\"",
+		"Makefile: gone is in .PHONY but has no rule",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("no problem %q in:\n%s", want, got)
