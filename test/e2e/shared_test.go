@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -179,4 +180,51 @@ func denyingWebhook(t *testing.T, ns, message string) {
 		t.Fatalf("create ValidatingWebhookConfiguration %s: %v", cfg.Name, err)
 	}
 	t.Cleanup(func() { _ = hooks.Delete(context.Background(), cfg.Name, metav1.DeleteOptions{}) })
+}
+
+// values/restricted.yaml in a namespace that enforces Pod Security "restricted": one install of
+// the MPI image (no Flux; the view copied) with flux.state, and in it Flux up, jobs as uid 1000,
+// MPICH, OpenMPI (flux-pmix), LAMMPS, the state volume writable, helm test, a resize 2 -> 3.
+func TestRestricted(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t, "restricted")
+	labelNamespace(t, ns, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
+	r := newRelease(t, ns, "flux-sample", helm4)
+	r.install("-f", filepath.Join(repoRoot, "values", "restricted.yaml"), "--set", "image="+mpiImage+",size=2,maxSize=3,sharedMemory=256Mi,"+
+		"flux.state.enabled=true,flux.state.storageClassName="+envOr("E2E_STORAGE_CLASS", "local-path"))
+	if out, code, took := runWaitCLI(t, ns, r.name, "4m"); code != 0 {
+		t.Fatalf("flux-keygen kube wait: exit %d after %s:\n%s", code, took, out)
+	}
+	pods := up(t, r, 2, 3)
+	lead := pods[0].Name
+	run := func(what string, args ...string) string {
+		t.Helper()
+		out, stderr, err := fluxIn(ns, lead, append([]string{"run"}, args...)...)
+		if err != nil {
+			t.Errorf("%s: flux run %s: %v\n%s%s", what, strings.Join(args, " "), err, out, stderr)
+		}
+		return out
+	}
+	if out := run("uid", "-N", "2", "id", "-u"); strings.Fields(out) == nil || strings.Count(out, "1000") != 2 {
+		t.Errorf("flux run -N 2 id -u: %q, want 1000 from both brokers", out)
+	}
+	checkMPIHello(t, run("MPICH", "-N", "2", "-n", "4", "--env=LD_PRELOAD=/usr/local/lib/mpich-ucx-finalize.so", "mpi-hello-mpich"), 4, 2, "MPICH Version:")
+	checkMPIHello(t, run("OpenMPI", "-N", "2", "-n", "4", "-o", "pmi=pmix", "--env=OMPI_MCA_btl_vader_single_copy_mechanism=none", "mpi-hello-openmpi"), 4, 2, "Open MPI v4.1.4")
+	if out := run("LAMMPS", "-N", "2", "-n", "2", "-o", "pmi=pmix", "--env=OMPI_MCA_btl_vader_single_copy_mechanism=none",
+		"lmp", "-in", "/opt/lammps/examples/melt/in.melt", "-log", "none", "-nocite"); !strings.Contains(out, "Total wall time") {
+		t.Errorf("LAMMPS did not finish:\n%s", out)
+	}
+	if out, stderr, err := execIn(ns, lead, "flux", "/bin/sh", "-c", "touch /minicluster/state/.w && rm /minicluster/state/.w && id -u"); err != nil || strings.TrimSpace(out) != "1000" {
+		t.Errorf("the state volume is not writable by uid 1000: %q %v %s", out, err, stderr)
+	}
+	helmTest(t, r)
+	if _, err := r.upgrade("--set", "size=3"); err != nil {
+		t.Fatal(err)
+	}
+	waitFluxUp(t, ns, r.name, 3, 3, wiringTimeout)
+	if out := run("resized", "-N", "3", "id", "-u"); strings.Count(out, "1000") != 3 {
+		t.Errorf("after the resize, flux run -N 3 id -u: %q", out)
+	}
+	r.uninstallToNothing()
+	_ = kube.CoreV1().PersistentVolumeClaims(ns).Delete(context.Background(), r.name+"-state", metav1.DeleteOptions{})
 }
