@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -63,6 +64,19 @@ func createFailures(ctx context.Context, client kubernetes.Interface, ns, releas
 	if err != nil {
 		return "", nil
 	}
+	// A refusal older than the Job's newest pod is history (a quota since raised, a LimitRange
+	// since widened): the Job has made a pod after it. Events live an hour.
+	pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: release})
+	if err != nil {
+		return "", fmt.Errorf("listing the pods of %s in %s: %w", release, ns, err)
+	}
+	newest := map[string]time.Time{}
+	for _, p := range pods.Items {
+		job := p.Labels["batch.kubernetes.io/job-name"]
+		if t := p.CreationTimestamp.Time; t.After(newest[job]) {
+			newest[job] = t
+		}
+	}
 	var tell []string
 	for _, job := range short {
 		var last *corev1.Event
@@ -73,7 +87,7 @@ func createFailures(ctx context.Context, client kubernetes.Interface, ns, releas
 				last = &events.Items[i]
 			}
 		}
-		if last == nil {
+		if last == nil || !eventTime(*last).After(newest[job.Name]) {
 			continue
 		}
 		if err := refused(ns, job.Name, last.Message); err != nil {

@@ -131,3 +131,19 @@ func TestWaitSaysKueueNeverAdmits(t *testing.T) {
 		t.Errorf("waiting for quota: %v", err)
 	}
 }
+
+// A refusal older than the Job's newest pod was fixed since (the Job made that pod after it):
+// while a pod is being replaced, it is not reported.
+func TestWaitIgnoresRefusalsBeforeTheNewestPod(t *testing.T) {
+	job := brokerJob(2)
+	job.UID = "u1"
+	job.Status.Active = 1
+	newPod := brokerPod(1, false, &corev1.ContainerStateWaiting{Reason: "ContainerCreating"})
+	newPod.CreationTimestamp = metav1.NewTime(time.Now())
+	old := failedCreate("mc", "u1", `Error creating: pods "mc-1-x" is forbidden: maximum cpu usage per Container is 500m, but limit is 1`, time.Now().Add(-10*time.Minute))
+	_, err := runWait(t, 100*time.Millisecond, job, brokerPod(0, true, nil), newPod, old)
+	var ce CreateError
+	if errors.As(err, &ce) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a refusal from before the newest pod: %v, want a plain timeout", err)
+	}
+}
