@@ -87,7 +87,7 @@ func createFailures(ctx context.Context, client kubernetes.Interface, ns, releas
 				last = &events.Items[i]
 			}
 		}
-		if last == nil || !eventTime(*last).After(newest[job.Name]) {
+		if last == nil || eventTime(*last).Before(newest[job.Name]) { // same second: current (timestamps are in seconds)
 			continue
 		}
 		if err := refused(ns, job.Name, last.Message); err != nil {
