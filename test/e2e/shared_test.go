@@ -31,7 +31,8 @@ import (
 // Every reason a Job of the release cannot make its pods, made for real by the API server's
 // admission (PodSecurity, ResourceQuota, LimitRanger, a webhook this test serves), is named by
 // `flux-keygen kube wait` within seconds with the fix: at once with exit 1 when only a change of
-// values can fix it, said and waited for when a ResourceQuota is full.
+// values can fix it, said and waited for when a ResourceQuota is full. No broker pod is ever
+// made, so only the keygen image is pulled.
 func TestCreateRefusalsNamed(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -45,10 +46,12 @@ func TestCreateRefusalsNamed(t *testing.T) {
 			labelNamespace(t, ns, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
 		}, "", 1, []string{`enforces the "restricted" Pod Security Standard`, `violates PodSecurity \"restricted:latest\"`, "-f values/restricted.yaml"}},
 		{"quota-full", func(t *testing.T, ns string) {
-			// The keygen pod counts while it runs: 2 pods let it and one broker run, never 3 brokers.
+			// Full from the start (others' pods hold it all): neither Job gets a pod, and no
+			// broker pod exists to pull an image.
 			create(t, ns, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "pods"},
-				Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("2")}}})
-		}, "", 1, []string{"cannot create more pods: a ResourceQuota of namespace", "is full", "exceeded quota: pods", "kubectl describe resourcequota", "context deadline exceeded"}},
+				Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}})
+		}, "", 1, []string{"the Job flux-sample cannot create more pods: a ResourceQuota of namespace", "the Job flux-sample-keygen cannot create more pods",
+			"is full", "exceeded quota: pods", "kubectl describe resourcequota", "context deadline exceeded"}},
 		{"limit-range", func(t *testing.T, ns string) {
 			create(t, ns, &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "small"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
 				Type: corev1.LimitTypeContainer, Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}}}}})
