@@ -24,6 +24,8 @@ import (
 type Options struct {
 	Namespace, Release string
 	Poll               time.Duration // how often to look (default 1s)
+	// Workloads lists Kueue's Workloads of a namespace (KueueWorkloads); nil: not looked at.
+	Workloads func(ctx context.Context, ns string) ([]Workload, error)
 }
 
 func (o *Options) Validate() error {
@@ -113,6 +115,9 @@ func Release(ctx context.Context, client kubernetes.Interface, opts Options, log
 		if st.done {
 			fmt.Fprintf(log, "wait: release %s/%s: %s\n", opts.Namespace, opts.Release, st.state)
 			return nil
+		}
+		if st, err = withCreateFailures(ctx, client, opts, release, st); err != nil {
+			return err
 		}
 		if st.tell != "" && st.tell != told {
 			fmt.Fprintf(log, "wait: release %s/%s: %s\n", opts.Namespace, opts.Release, st.tell)
