@@ -116,7 +116,7 @@ func Release(ctx context.Context, client kubernetes.Interface, opts Options, log
 			fmt.Fprintf(log, "wait: release %s/%s: %s\n", opts.Namespace, opts.Release, st.state)
 			return nil
 		}
-		if st, err = withCreateFailures(ctx, client, opts, release, st); err != nil {
+		if st, err = withCreateFailures(ctx, client, opts, selector, st); err != nil {
 			return err
 		}
 		if st.tell != "" && st.tell != told {
