@@ -486,8 +486,17 @@ func (c *converter) runnerContainer(at string, ct miniClusterContainer, size int
 		}
 		command = ct.Commands.Script
 	}
+	c.operatorSettings(ct)
 	if c.mc.Spec.Interactive || command == "" {
 		c.set("command", "")
+		return nil
+	}
+	if ct.Launcher && ct.Batch {
+		return fmt.Errorf("%s: launcher and batch are both set (the operator refuses this too); keep one", at)
+	}
+	if ct.Launcher {
+		// flux start runs a launcher itself: the chart's tasks 0.
+		c.set("command", command)
 		return nil
 	}
 	// The operator submits the command as a job: flux submit [-N size] -n tasks (tasks default 1).
@@ -495,9 +504,16 @@ func (c *converter) runnerContainer(at string, ct miniClusterContainer, size int
 	if c.mc.Spec.Tasks != nil {
 		tasks = int(*c.mc.Spec.Tasks)
 	}
-	switch {
-	case tasks < 0:
+	if tasks < 0 {
 		return fmt.Errorf("spec.tasks %d: want 0 or more", tasks)
+	}
+	if ct.Batch {
+		// The chart's batch takes the operator's tasks for the batch's allocation.
+		c.set("tasks", tasks)
+		c.set("command", command)
+		return nil
+	}
+	switch {
 	case tasks == 0:
 		c.set("tasks", size)
 	case tasks == 1:
@@ -552,6 +568,31 @@ func (c *converter) sidecar(at string, ct miniClusterContainer, env, mounts []an
 		sc["securityContext"] = s
 	}
 	return sc, nil
+}
+
+// operatorSettings maps logging, commands and batch, which the chart has under the same names.
+func (c *converter) operatorSettings(ct miniClusterContainer) {
+	l := c.mc.Spec.Logging
+	for name, on := range map[string]bool{"quiet": l.Quiet, "strict": l.Strict, "debug": l.Debug, "zeromq": l.Zeromq, "timed": l.Timed} {
+		if on {
+			c.set("logging."+name, true)
+		}
+	}
+	cm := ct.Commands
+	for name, script := range map[string]string{"init": cm.Init, "pre": cm.Pre, "post": cm.Post, "workerPre": cm.WorkerPre, "brokerPre": cm.BrokerPre, "prefix": cm.Prefix} {
+		if script != "" {
+			c.set("commands."+name, script)
+		}
+	}
+	if ct.Batch {
+		c.set("batch.enabled", true)
+		if ct.BatchRaw {
+			c.set("batch.raw", true)
+		}
+		if ct.Logs != "" {
+			c.set("batch.outputDir", ct.Logs)
+		}
+	}
 }
 
 // HasCommands mirrors the operator's MiniClusterContainer.HasCommands.
@@ -635,7 +676,10 @@ func (c *converter) volumes(at string, ct miniClusterContainer, seen map[string]
 			continue
 		}
 		seen[name] = true
-		vol := toAny(corev1.Volume{Name: name, VolumeSource: src})
+		vol := toAny(corev1.Volume{Name: name, VolumeSource: src}).(map[string]any)
+		if _, ok := vol["emptyDir"]; !ok && src.EmptyDir != nil {
+			vol["emptyDir"] = map[string]any{} // an empty emptyDir is still its source
+		}
 		vols = append(vols, vol)
 	}
 	return mounts, vols, nil

@@ -1,13 +1,10 @@
 package convert
 
 import (
-	"archive/tar"
-	"compress/gzip"
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,29 +12,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/minicluster/minicluster/internal/operatorsrc"
 	"github.com/minicluster/minicluster/internal/repo"
 )
 
-// operatorTarball is the Flux Operator's source the converter follows (../shared/flux-operator
-// beside the repository, as in the project's other operator checks).
-func operatorTarball(t testing.TB) string {
-	t.Helper()
-	root, err := repo.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p := os.Getenv("FLUX_OPERATOR_TARBALL"); p != "" {
-		return p
-	}
-	matches, _ := filepath.Glob(filepath.Join(root, "..", "shared", "flux-operator", "flux-operator-*.tar.gz"))
-	if len(matches) == 0 {
-		t.Fatalf("no flux-operator-*.tar.gz in %s: the Flux Operator's source is needed to check the converter against its types (set FLUX_OPERATOR_TARBALL)", filepath.Join(root, "..", "shared", "flux-operator"))
-	}
-	return matches[0]
-}
-
-// unpackOperator unpacks the tarball into a temporary directory once per test binary and
-// returns the source root (the tarball's single top directory).
+// unpackOperator unpacks the operator's source tarball once per test binary and returns its root.
 var unpacked string
 
 func unpackOperator(t testing.TB) string {
@@ -45,12 +24,11 @@ func unpackOperator(t testing.TB) string {
 	if unpacked != "" {
 		return unpacked
 	}
-	f, err := os.Open(operatorTarball(t))
+	root, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
+	tarball, err := operatorsrc.Tarball(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,44 +36,9 @@ func unpackOperator(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := tar.NewReader(gz)
-	top := ""
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		name := filepath.Clean(h.Name)
-		if strings.HasPrefix(name, "..") || filepath.IsAbs(name) {
-			t.Fatalf("tarball entry %q leaves its directory", h.Name)
-		}
-		if first, _, _ := strings.Cut(name, "/"); top == "" && (h.Typeflag == tar.TypeDir || h.Typeflag == tar.TypeReg) {
-			top = first
-		}
-		target := filepath.Join(dir, name)
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(target, 0o755); err != nil {
-				t.Fatal(err)
-			}
-		case tar.TypeReg:
-			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			out, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, os.FileMode(h.Mode)&0o755|0o600)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := io.Copy(out, tr); err != nil {
-				t.Fatal(err)
-			}
-			out.Close()
-		}
+	if unpacked, err = operatorsrc.Unpack(tarball, dir); err != nil {
+		t.Fatal(err)
 	}
-	unpacked = filepath.Join(dir, top)
 	return unpacked
 }
 
