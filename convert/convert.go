@@ -269,6 +269,12 @@ func (c *converter) run() error {
 	if s.Cleanup {
 		c.set("job.ttlSecondsAfterFinished", 0)
 	}
+	if len(s.JobLabels) > 0 {
+		c.set("jobLabels", toAny(s.JobLabels))
+	}
+	if s.ShareProcessNamespace {
+		c.set("shareProcessNamespace", true)
+	}
 	if err := c.flux(); err != nil {
 		return err
 	}
@@ -351,6 +357,12 @@ func (c *converter) pod() {
 	}
 	if p.ServiceAccountName != "" {
 		c.set("serviceAccountName", p.ServiceAccountName)
+	}
+	// The operator sets automountServiceAccountToken on every pod (false unless given).
+	if p.AutomountServiceAccountToken {
+		c.set("automountServiceAccountToken", true)
+	} else if p.ServiceAccountName != "" {
+		c.set("automountServiceAccountToken", false)
 	}
 	if p.RuntimeClassName != "" {
 		c.set("runtimeClassName", p.RuntimeClassName)
@@ -511,6 +523,29 @@ func (c *converter) runnerContainer(at string, ct miniClusterContainer, size int
 		// The chart's batch takes the operator's tasks for the batch's allocation.
 		c.set("tasks", tasks)
 		c.set("command", command)
+		return nil
+	}
+	if f := c.mc.Spec.Flux; f.OptionFlags != "" || f.SubmitCommand != "" {
+		// The operator's own submit line, as the instance's initial program.
+		submit := "flux submit"
+		if f.SubmitCommand != "" {
+			submit = f.SubmitCommand
+		}
+		nodes := "-n" + strconv.Itoa(tasks)
+		switch {
+		case tasks == 0:
+			nodes = "-N " + strconv.Itoa(size)
+		case tasks >= size:
+			nodes = "-N " + strconv.Itoa(size) + " " + nodes
+		}
+		words := []string{submit, nodes}
+		if f.OptionFlags != "" {
+			words = append(words, f.OptionFlags)
+		}
+		if c.mc.Spec.Logging.Debug {
+			words = append(words, "-vvv")
+		}
+		c.set("command", strings.Join(append(words, "--quiet", "--watch", command), " "))
 		return nil
 	}
 	switch {

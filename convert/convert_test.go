@@ -164,3 +164,28 @@ func TestConvertOperatorExamples(t *testing.T) {
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+func TestConvertSubmitLine(t *testing.T) {
+	for _, tc := range []struct{ extra, want string }{
+		{"  tasks: 2\n  flux:\n    optionFlags: -ompi=openmpi@5", "flux submit -n2 -ompi=openmpi@5 --quiet --watch echo hello world"},
+		{"  tasks: 4\n  flux:\n    optionFlags: -o cpu-affinity=per-task", "flux submit -N 4 -n4 -o cpu-affinity=per-task --quiet --watch echo hello world"},
+		{"  tasks: 0\n  flux:\n    submitCommand: flux run", "flux run -N 4 --quiet --watch echo hello world"},
+	} {
+		res, err := Convert([]byte(strings.Replace(hello, "  size: 4\n", "  size: 4\n"+tc.extra+"\n", 1)), Options{})
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, res.Values["command"])
+		assert.Nil(t, res.Values["tasks"])
+	}
+}
+
+func TestConvertPodFields(t *testing.T) {
+	in := strings.Replace(hello, "  size: 4\n", "  size: 4\n  jobLabels: {team: hpc}\n  shareProcessNamespace: true\n  pod:\n    serviceAccountName: mine\n", 1)
+	res, err := Convert([]byte(in), Options{})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"team": "hpc"}, res.Values["jobLabels"])
+	assert.Equal(t, true, res.Values["shareProcessNamespace"])
+	assert.Equal(t, false, res.Values["automountServiceAccountToken"], "the operator's false, with an account of the user's")
+	res, err = Convert([]byte(strings.Replace(in, "serviceAccountName: mine", "automountServiceAccountToken: true", 1)), Options{})
+	require.NoError(t, err)
+	assert.Equal(t, true, res.Values["automountServiceAccountToken"])
+}

@@ -72,8 +72,13 @@ spec:
   restartPolicy: Never
   enableServiceLinks: false
   serviceAccountName: {{ include "minicluster.broker.serviceAccountName" . }}
-  {{- if not .Values.serviceAccountName }}
+  {{- if not (kindIs "invalid" .Values.automountServiceAccountToken) }}
+  automountServiceAccountToken: {{ .Values.automountServiceAccountToken }}
+  {{- else if not .Values.serviceAccountName }}
   automountServiceAccountToken: false
+  {{- end }}
+  {{- if .Values.shareProcessNamespace }}
+  shareProcessNamespace: true
   {{- end }}
   {{- with .Values.imagePullSecrets }}
   imagePullSecrets:
