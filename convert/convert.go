@@ -338,6 +338,9 @@ func (c *converter) flux() error {
 		}
 		c.set("flux.logLevel", int(f.LogLevel))
 	}
+	if f.CompleteWorkers {
+		c.set("flux.completeWorkers", true)
+	}
 	if f.Scheduler.Simple {
 		c.set("flux.scheduler", "simple")
 	}

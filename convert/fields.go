@@ -70,7 +70,7 @@ var Fields = []Field{
 	{Path: "spec.flux.disableSocket", Status: Same, Why: "the chart always pins each broker's socket at /minicluster/run/flux/local (FLUX_URI)"},
 	{Path: "spec.flux.noWaitSocket", Status: Same, Why: "only the operator's wrapped sidecars wait for the socket; the chart's sidecars run as given"},
 	{Path: "spec.flux.topology", Status: Mapped, Values: "flux.topology"},
-	{Path: "spec.flux.completeWorkers", Status: Refused, Why: "not in the chart; drop it (workers stop when the lead's instance ends)"},
+	{Path: "spec.flux.completeWorkers", Status: Mapped, Values: "flux.completeWorkers"},
 	{Path: "spec.flux.logLevel", Status: Mapped, Values: "flux.logLevel"},
 	{Path: "spec.flux.curveCert", Status: Refused, Why: "put the certificate in a Secret (key curve.cert) and set curve.existingSecret"},
 	{Path: "spec.flux.scheduler.simple", Status: Mapped, Values: "flux.scheduler (simple)"},

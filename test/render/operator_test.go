@@ -210,3 +210,19 @@ func TestOperatorPodValues(t *testing.T) {
 }
 
 func ptrBool(b bool) *bool { return &b }
+
+// flux.completeWorkers: a worker whose broker fails ends with success, without a second run.
+func TestOperatorCompleteWorkers(t *testing.T) {
+	t.Parallel()
+	p := newPod(t, helmtest.Options{Set: []string{"command=hostname", "flux.completeWorkers=true", "commands.post=echo worker-post"}}, 1)
+	p.brokers(t, "3")
+	status, out := p.run(t)
+	assert.Equal(t, 0, status, out)
+	assert.Len(t, p.brokerRuns(t), 1)
+	assert.Contains(t, out, "worker-post")
+
+	rejoin := newPod(t, helmtest.Options{Set: []string{"command=hostname"}}, 1)
+	rejoin.brokers(t, "3 30", "0 30", "0 30")
+	rejoin.run(t) // the fake kills it after the third run
+	assert.Greater(t, len(rejoin.brokerRuns(t)), 1, "without completeWorkers the worker starts its broker again")
+}

@@ -426,6 +426,12 @@ while :; do
     user_command post "${MINICLUSTER_CMD_POST:-}" shown
     exit "$status"
   fi
+  # flux.completeWorkers (the operator's): a worker ends, successfully, once its broker exits.
+  if [ "$index" -ne 0 ] && [ "${MINICLUSTER_COMPLETE_WORKERS:-false}" = true ]; then
+    log "the broker exited with status $status: the worker is complete (flux.completeWorkers)"
+    user_command post "${MINICLUSTER_CMD_POST:-}" shown
+    exit 0
+  fi
   if [ "$status" -eq 0 ]; then
     quick_failures=0
     if [ "$MINICLUSTER_REJOIN" != true ]; then

@@ -450,6 +450,10 @@ Operator's MiniCluster: logging, commands and batch (files/entrypoint.sh reads t
   value: {{ . | quote }}
 {{- end }}
 {{- end }}
+{{- if .Values.flux.completeWorkers }}
+- name: MINICLUSTER_COMPLETE_WORKERS
+  value: "true"
+{{- end }}
 {{- if .Values.batch.enabled }}
 - name: MINICLUSTER_BATCH
   value: {{ ternary "raw" "batch" .Values.batch.raw | quote }}
