@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -163,8 +164,11 @@ func TestOperatorCases(t *testing.T) {
 				checkFluxRun(t, ns, r.name, pods)
 				report.Store(name, fmt.Sprintf("passed: %d brokers up, flux run on all", size))
 			default:
-				waitJobFinished(t, r, 6*time.Minute)
+				finished := waitJobFinished(t, r, 6*time.Minute)
 				checkOperatorOutput(t, r, filepath.Join(filepath.Dir(file), "test.out.correct"), tc.want)
+				if finished.Type != batchv1.JobComplete {
+					t.Errorf("Job %s failed: %s %s", r.name, finished.Reason, finished.Message)
+				}
 				if !t.Failed() {
 					report.Store(name, "passed")
 				}
