@@ -344,26 +344,3 @@ func gated(t testing.TB, ns, release string) []string {
 	}
 	return out
 }
-
-// A MiniCluster larger than its ClusterQueue can ever hold (3 brokers, quota for 2 pods):
-// Kueue leaves it suspended (ExceedsMaxQuota) and `flux-keygen kube wait` says within seconds,
-// with exit 1, that it will never be admitted and what to do.
-func TestKueueNeverFits(t *testing.T) {
-	dyn := requireKueue(t)
-	t.Parallel()
-	ns := newNamespace(t, "kueue-never")
-	kueueQueue(t, dyn, ns, 2)
-	r := newRelease(t, ns, "flux-sample", helm4)
-	r.install("--set", "size=3,queue.name="+localQueue)
-	out, code, took := runWaitCLI(t, ns, r.name, "2m")
-	t.Logf("flux-keygen kube wait: exit %d after %s:\n%s", code, took, indentAll(out))
-	for _, w := range []string{"Kueue will never admit the broker Job " + ns + "/flux-sample", "> maximum capacity (2)", "fewer brokers"} {
-		if !strings.Contains(out, w) {
-			t.Errorf("the output lacks %q", w)
-		}
-	}
-	if code != 1 || took > time.Minute {
-		t.Errorf("exit %d after %s, want 1 within seconds", code, took)
-	}
-	r.uninstallToNothing()
-}
