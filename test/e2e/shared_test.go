@@ -56,9 +56,6 @@ func TestCreateRefusalsNamed(t *testing.T) {
 			create(t, ns, &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "small"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
 				Type: corev1.LimitTypeContainer, Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}}}}})
 		}, ",resources.limits.cpu=1", 1, []string{"a LimitRange of namespace", "maximum cpu usage per Container is 500m, but limit is 1", "kubectl describe limitrange"}},
-		{"webhook", func(t *testing.T, ns string) {
-			denyingWebhook(t, ns, "the e2e webhook refuses broker pods")
-		}, "", 1, []string{"an admission webhook of the cluster denies the pods", "the e2e webhook refuses broker pods"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
