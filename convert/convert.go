@@ -332,6 +332,23 @@ func (c *converter) flux() error {
 	if f.Topology != "" {
 		c.set("flux.topology", f.Topology)
 	}
+	if f.MinimalService {
+		// The lead alone has a name: every worker must be its child.
+		if f.Topology != "" {
+			return fmt.Errorf("spec.flux.minimalService with spec.flux.topology %q: only the lead has a DNS name, so workers cannot be each other's parents; drop the topology (flat) or minimalService", f.Topology)
+		}
+		c.set("flux.minimalService", true)
+		c.set("flux.topology", "")
+	}
+	if f.Wrap != "" {
+		if strings.ContainsAny(f.Wrap, " \t\n") {
+			return fmt.Errorf("spec.flux.wrap %q: flux start --wrap takes comma-separated words without spaces, e.g. strace,-f", f.Wrap)
+		}
+		c.set("flux.wrap", f.Wrap)
+	}
+	if f.CurveCert != "" {
+		c.set("curve.cert", f.CurveCert)
+	}
 	if f.LogLevel != 0 {
 		if f.LogLevel < 0 || f.LogLevel > 7 {
 			return fmt.Errorf("spec.flux.logLevel %d: want 0 to 7", f.LogLevel)
@@ -429,7 +446,7 @@ func (c *converter) containers(size int) error {
 	}
 	var volumes []any
 	seen := map[string]bool{}
-	var sidecars []any
+	var sidecars, fluxContainers []any
 	for i, ct := range cs {
 		at := fmt.Sprintf("spec.containers[%d]", i)
 		mounts, vols, err := c.volumes(at, ct, seen)
@@ -455,11 +472,22 @@ func (c *converter) containers(size int) error {
 			}
 			continue
 		}
+		if !ct.NoWrapEntrypoint {
+			fc, err := c.fluxContainer(at, ct, env, mounts)
+			if err != nil {
+				return err
+			}
+			fluxContainers = append(fluxContainers, fc)
+			continue
+		}
 		sc, err := c.sidecar(at, ct, env, mounts)
 		if err != nil {
 			return err
 		}
 		sidecars = append(sidecars, sc)
+	}
+	if len(fluxContainers) > 0 {
+		c.set("fluxContainers", fluxContainers)
 	}
 	if len(volumes) > 0 {
 		c.set("volumes", volumes)
@@ -480,6 +508,9 @@ func pullPolicy(ct miniClusterContainer) string {
 func (c *converter) runnerContainer(at string, ct miniClusterContainer, size int) error {
 	if ct.Image == "" {
 		return fmt.Errorf("%s.image is empty: give the application image", at)
+	}
+	if ct.Commands.ServicePre != "" {
+		return fmt.Errorf("%s.commands.servicePre: only the containers that use the broker's Flux beside it run it, not the one that runs Flux; move it into commands.pre", at)
 	}
 	c.set("image", c.image(ct.Image))
 	if p := pullPolicy(ct); p != "" {
@@ -566,15 +597,8 @@ func (c *converter) runnerContainer(at string, ct miniClusterContainer, size int
 }
 
 func (c *converter) sidecar(at string, ct miniClusterContainer, env, mounts []any) (map[string]any, error) {
-	if ct.Name == "" {
-		return nil, fmt.Errorf("%s.name is empty: a container that does not run Flux needs a name (the operator requires one too)", at)
-	}
-	switch ct.Name {
-	case "flux", "flux-view", "keys":
-		return nil, fmt.Errorf("%s.name %q is a container of the chart's: rename it", at, ct.Name)
-	}
-	if !ct.NoWrapEntrypoint {
-		return nil, fmt.Errorf("%s: a container beside the Flux one that is wrapped to use the lead's Flux (no noWrapEntrypoint) is not in the chart; set noWrapEntrypoint: true to run it as its image gives it", at)
+	if err := checkName(at, ct); err != nil {
+		return nil, err
 	}
 	if strings.TrimSpace(ct.Command) != "" || ct.HasCommands() {
 		return nil, fmt.Errorf("%s.command: the operator ignores the command and commands of a container with noWrapEntrypoint; drop them", at)
@@ -606,6 +630,81 @@ func (c *converter) sidecar(at string, ct miniClusterContainer, env, mounts []an
 		sc["securityContext"] = s
 	}
 	return sc, nil
+}
+
+func checkName(at string, ct miniClusterContainer) error {
+	if ct.Name == "" {
+		return fmt.Errorf("%s.name is empty: a container that does not run Flux needs a name (the operator requires one too)", at)
+	}
+	switch ct.Name {
+	case "flux", "flux-view", "keys":
+		return fmt.Errorf("%s.name %q is a container of the chart's: rename it", at, ct.Name)
+	}
+	return nil
+}
+
+// fluxContainer maps a container that the operator wraps to use its pod's broker (no runFlux,
+// no noWrapEntrypoint): its start script runs commands.init, servicePre, the command and post
+// in turn, with ${fluxsocket} naming the broker's socket, once that exists.
+func (c *converter) fluxContainer(at string, ct miniClusterContainer, env, mounts []any) (map[string]any, error) {
+	if err := checkName(at, ct); err != nil {
+		return nil, err
+	}
+	if ct.Image == "" {
+		return nil, fmt.Errorf("%s.image is empty: give the container's image", at)
+	}
+	cm := ct.Commands
+	for name, set := range map[string]bool{"commands.pre": cm.Pre != "", "commands.brokerPre": cm.BrokerPre != "", "commands.workerPre": cm.WorkerPre != "",
+		"commands.prefix": cm.Prefix != "", "launcher": ct.Launcher, "batch": ct.Batch, "batchRaw": ct.BatchRaw, "logs": ct.Logs != ""} {
+		if set {
+			return nil, fmt.Errorf("%s.%s: only the container that runs Flux (runFlux) uses it, and the operator ignores it here; drop it, or put the work in this container's command", at, name)
+		}
+	}
+	command := strings.TrimSpace(ct.Command)
+	if command == "" {
+		command = strings.TrimSpace(cm.Script)
+	} else if cm.Script != "" {
+		return nil, fmt.Errorf("%s: both command and commands.script are set; keep one", at)
+	}
+	if command == "" {
+		return nil, fmt.Errorf("%s.command is empty: a container that uses the broker's Flux runs a command (or set noWrapEntrypoint: true to run it as its image gives it)", at)
+	}
+	var script []string
+	for _, s := range []string{cm.Init, cm.ServicePre, command, cm.Post} {
+		if s = strings.TrimSpace(s); s != "" {
+			script = append(script, s)
+		}
+	}
+	fc := map[string]any{"name": ct.Name, "image": c.image(ct.Image), "command": strings.Join(script, "\n")}
+	if p := pullPolicy(ct); p != "" {
+		fc["imagePullPolicy"] = p
+	}
+	if ct.WorkingDir != "" {
+		fc["workingDir"] = ct.WorkingDir
+	}
+	if len(ct.Ports) > 0 {
+		var ports []any
+		for _, p := range ct.Ports {
+			ports = append(ports, map[string]any{"containerPort": int(p), "protocol": "TCP"})
+		}
+		fc["ports"] = ports
+	}
+	if len(env) > 0 {
+		fc["env"] = env
+	}
+	if len(mounts) > 0 {
+		fc["volumeMounts"] = mounts
+	}
+	if r := toAny(ct.Resources); !isZero(r) {
+		fc["resources"] = r
+	}
+	if s := toAny(ct.SecurityContext); !isZero(s) {
+		fc["securityContext"] = s
+	}
+	if c.mc.Spec.Flux.NoWaitSocket {
+		fc["waitSocket"] = false
+	}
+	return fc, nil
 }
 
 // operatorSettings maps logging, commands and batch, which the chart has under the same names.

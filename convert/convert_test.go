@@ -41,7 +41,9 @@ func TestConvertRefuses(t *testing.T) {
 		{"size negative", strings.Replace(hello, "size: 4", "size: -1", 1), []string{"spec.size -1"}},
 		{"maxSize below size", strings.Replace(hello, "size: 4", "size: 4\n  maxSize: 2", 1), []string{"spec.maxSize 2"}},
 		{"refused field", strings.Replace(hello, "size: 4", "size: 4\n  minSize: 2", 1), []string{"spec.minSize:", "set size"}},
-		{"refused nested field", strings.Replace(hello, "size: 4", "size: 4\n  flux:\n    wrap: strace", 1), []string{"spec.flux.wrap:"}},
+		{"refused nested field", strings.Replace(hello, "size: 4", "size: 4\n  flux:\n    mungeSecret: mine", 1), []string{"spec.flux.mungeSecret:"}},
+		{"minimal service with a tree", strings.Replace(hello, "size: 4", "size: 4\n  flux:\n    minimalService: true\n    topology: kary:2", 1), []string{"spec.flux.minimalService", `topology "kary:2"`}},
+		{"wrap with spaces", strings.Replace(hello, "size: 4", "size: 4\n  flux:\n    wrap: strace -f", 1), []string{`spec.flux.wrap "strace -f"`, "strace,-f"}},
 		{"refused in a list", strings.Replace(hello, "      command:", "      lifeCycle:\n        preStopExec: x\n      command:", 1), []string{"spec.containers[0].lifeCycle.preStopExec:"}},
 		{"no name", strings.Replace(hello, "name: flux-sample", "name: \"\"", 1), []string{"metadata.name is empty"}},
 		{"no containers", strings.Replace(hello, "  containers:\n    - image: ubuntu:noble\n      command: echo hello world\n", "", 1), []string{"spec.containers is empty"}},
@@ -188,4 +190,55 @@ func TestConvertPodFields(t *testing.T) {
 	res, err = Convert([]byte(strings.Replace(in, "serviceAccountName: mine", "automountServiceAccountToken: true", 1)), Options{})
 	require.NoError(t, err)
 	assert.Equal(t, true, res.Values["automountServiceAccountToken"])
+}
+
+// flux.minimalService, flux.wrap and flux.curveCert become chart values.
+func TestConvertFluxSettings(t *testing.T) {
+	cert := "curve\n    public-key = \"" + strings.Repeat("a", 40) + "\"\n    secret-key = \"" + strings.Repeat("b", 40) + "\"\n"
+	in := strings.Replace(hello, "  size: 4\n", "  size: 4\n  flux:\n    minimalService: true\n    wrap: strace,-f\n    curveCert: |\n"+indent(cert, "      ")+"\n", 1)
+	res, err := Convert([]byte(in), Options{})
+	require.NoError(t, err)
+	flux := res.Values["flux"].(map[string]any)
+	assert.Equal(t, true, flux["minimalService"])
+	assert.Equal(t, "", flux["topology"], "minimalService: a flat tree")
+	assert.Equal(t, "strace,-f", flux["wrap"])
+	assert.Equal(t, cert, res.Values["curve"].(map[string]any)["cert"])
+}
+
+func indent(s, prefix string) string {
+	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = prefix + l
+	}
+	return strings.Join(lines, "\n")
+}
+
+// A container without runFlux or noWrapEntrypoint uses its pod's broker: fluxContainers, with
+// the operator's start script's parts in its order.
+func TestConvertFluxContainers(t *testing.T) {
+	sidecar := "      runFlux: true\n    - image: ubuntu:noble\n      name: queue\n      command: flux jobs -a\n      commands:\n        init: echo init\n        servicePre: echo service-pre\n        post: echo post\n      environment: {A: b}\n"
+	in := strings.Replace(hello, "      command: echo hello world\n", "      command: echo hello world\n"+sidecar, 1)
+	in = strings.Replace(in, "  size: 4\n", "  size: 4\n  flux:\n    noWaitSocket: true\n", 1)
+	res, err := Convert([]byte(in), Options{Images: map[string]string{"ubuntu:noble": "reg/app:1"}})
+	require.NoError(t, err)
+	assert.Nil(t, res.Values["sidecars"])
+	assert.Equal(t, []any{map[string]any{"name": "queue", "image": "reg/app:1", "command": "echo init\necho service-pre\nflux jobs -a\necho post",
+		"env": []any{map[string]any{"name": "A", "value": "b"}}, "waitSocket": false}}, res.Values["fluxContainers"])
+
+	for _, tc := range []struct{ extra, want string }{
+		{"      commands:\n        pre: x\n", "spec.containers[1].commands.pre: only the container that runs Flux"},
+		{"      batch: true\n", "spec.containers[1].batch"},
+		{"      command: \"\"\n", "spec.containers[1].command is empty"},
+	} {
+		in := strings.Replace(hello, "      command: echo hello world\n", "      command: echo hello world\n      runFlux: true\n    - image: x\n      name: q\n"+tc.extra, 1)
+		if !strings.Contains(tc.extra, "command:") {
+			in += "      command: flux jobs\n"
+		}
+		_, err := Convert([]byte(in), Options{})
+		require.Error(t, err, tc.extra)
+		assert.Contains(t, err.Error(), tc.want)
+	}
+	_, err = Convert([]byte(strings.Replace(hello, "      command:", "      commands:\n        servicePre: x\n      command:", 1)), Options{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "spec.containers[0].commands.servicePre")
 }

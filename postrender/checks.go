@@ -94,12 +94,22 @@ func (headlessService) apply(mc *miniCluster) error {
 	}
 	labels := podLabels(job)
 	for _, key := range sortedKeys(selector) {
+		if key == completionIndexLabel {
+			// flux.minimalService: the lead's name alone; the workers connect to it (flat tree).
+			if selector[key] != "0" {
+				return fmt.Errorf("the Service %s selects %s=%s: it would publish the name of broker %s and not the lead's, which every broker connects to; select index 0 (the lead alone) or drop the key", ref(svc), key, selector[key], selector[key])
+			}
+			continue
+		}
 		if labels[key] != selector[key] {
 			return fmt.Errorf("the Service %s selects %s=%s, but the pods of Job %s have %s; the Service must select the Job's pods (fix the selector or the pod template's labels)", ref(svc), key, selector[key], ref(job), describeLabel(labels, key))
 		}
 	}
 	return nil
 }
+
+// completionIndexLabel is the label Kubernetes gives each pod of an Indexed Job: its index.
+const completionIndexLabel = "batch.kubernetes.io/job-completion-index"
 
 // podLabels are the labels of the Job's pods: its template's and the two Kubernetes adds.
 func podLabels(job *object) map[string]string {

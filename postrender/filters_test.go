@@ -173,6 +173,8 @@ func TestChecks(t *testing.T) {
 		{"service: no selector", headlessService{}, service("selector: {app: m}, ", ""), "the Service ns/m has no spec.selector"},
 		{"service: selector misses the pods", headlessService{}, service("{app: m}", "{app: n}"), "the Service ns/m selects app=n, but the pods of Job ns/m have app=m"},
 		{"service: selector on a label the pods lack", headlessService{}, service("{app: m}", "{tier: x}"), "selects tier=x, but the pods of Job ns/m have no label tier"},
+		{"service: the lead alone (minimalService)", headlessService{}, service("{app: m}", "{app: m, batch.kubernetes.io/job-completion-index: '0'}"), ""},
+		{"service: a worker alone", headlessService{}, service("{app: m}", "{app: m, batch.kubernetes.io/job-completion-index: '2'}"), "would publish the name of broker 2 and not the lead's"},
 
 		{"ports: as rendered", brokerPorts{}, stream(brokerConfigYAML, serviceYAML, jobYAML), ""},
 		{"ports: both patched", brokerPorts{}, stream(brokerConfigYAML, edited(t, serviceYAML, "port: 8050", "port: 9000"), edited(t, jobYAML, "containerPort: 8050", "containerPort: 9000")), ""},

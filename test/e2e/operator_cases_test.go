@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/minicluster/minicluster/internal/operatorsrc"
 )
@@ -43,6 +44,13 @@ type operatorCase struct {
 	interactive bool
 	// setup prepares what the case's pre-run.sh and volumes.yaml do with minikube.
 	setup func(t *testing.T, ns string)
+	// drop: fields (dotted paths) taken out of the MiniCluster before it is converted, each
+	// with why: the converter refuses them, and the case checks the rest.
+	drop map[string]string
+	// set: chart values added to the converted ones, for a check that rides on the install.
+	set string
+	// check runs once the case passed (interactive: with its brokers up).
+	check func(t *testing.T, r *release, mc []byte)
 }
 
 // operatorCases are every case of examples/tests (a case missing from this table fails the
@@ -60,10 +68,15 @@ var operatorCases = map[string]operatorCase{
 	"tests/batch":            {want: `(?m)^(hello world 1|cat: /tmp/fluxout/job-0.out: No such file or directory)$`},
 	"tests/existing-volumes": {setup: pancakesClaim},
 	"tests/volumes":          {setup: pancakesHostPath("/data")},
-	"tests/minimal-service":  {refused: "spec.flux.minimalService"},
-	"tests/custom-config":    {refused: "spec.flux.curveCert"},
-	"tests/flux-sidecar":     {refused: "spec.containers[1]"},
-	"tests/nginx-service":    {refused: "spec.services"},
+	"tests/minimal-service":  {check: leadAloneNamed},
+	// The case's brokerConfig is the operator's own broker.toml (its paths, its Service name),
+	// which the converter refuses; the chart generates the same hosts and bootstrap.
+	"tests/custom-config": {want: "(?m)^hello world$", check: inlineCertUsed,
+		drop: map[string]string{"spec.flux.brokerConfig": "the operator's broker.toml, refused"}},
+	// Its container flux-queue uses the pod's broker (fluxContainers). The lead's sleep 200 is
+	// shortened: the check is flux-queue's, which asks its broker after 10 s.
+	"tests/flux-sidecar":  {want: "the command ended with status 0", set: "command=sleep 20", check: fluxQueueListed},
+	"tests/nginx-service": {refused: "spec.services"},
 	"tests/osu-benchmarks": {leftOut: "needs the OSU micro-benchmarks image (metric-osu-benchmark); the project's mpi image has none",
 		images: map[string]string{"ghcr.io/converged-computing/flux-view-ubuntu:tag-focal": "@view"}},
 	"tests/nginx-sidecar-service": {leftOut: "needs an nginx image; the project builds none",
@@ -77,7 +90,9 @@ var operatorCases = map[string]operatorCase{
 	"tests/snakemake":   {leftOut: "needs the snakemake atacseq image and its workflow data"},
 	"mpi/mpich": {leftOut: "runs ./hello_cxx from /opt/ompi of the rse-ops mpich image, which the project's mpi image does not have",
 		images: map[string]string{"ghcr.io/rse-ops/mpich:tag-mamba": "@mpi"}},
-	"scaling/basic":              {interactive: true, images: map[string]string{"rockylinux:9": "@app"}},
+	// flux.wrap rides on it: every broker runs under env, which marks its environment.
+	"scaling/basic": {interactive: true, images: map[string]string{"rockylinux:9": "@app"},
+		set: "flux.wrap=env\\,MINICLUSTER_WRAPPED=yes", check: brokersWrapped},
 	"state/basic-job-completion": {refused: "spec.archive.path"},
 	"services/single":            {leftOut: "not in this version of the operator's source"},
 }
@@ -123,6 +138,13 @@ func TestOperatorCases(t *testing.T) {
 				report.Store(name, "left out: "+tc.leftOut)
 				return
 			}
+			mc, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(tc.drop) > 0 {
+				file = dropFields(t, mc, tc.drop)
+			}
 			values, convErr := convertCase(t, file, tc)
 			if tc.refused != "" {
 				if convErr == nil {
@@ -148,6 +170,9 @@ func TestOperatorCases(t *testing.T) {
 			if imagePrefix != "localhost/minicluster/" {
 				set += ",imageRegistry=" + strings.TrimSuffix(imagePrefix, "/")
 			}
+			if tc.set != "" {
+				set += "," + tc.set
+			}
 			if _, err := r.run("install", r.name, chartDir, "-f", values, "--set", set); err != nil {
 				t.Fatalf("helm install %s: %v", name, err)
 			}
@@ -167,15 +192,23 @@ func TestOperatorCases(t *testing.T) {
 				maxSize = max(maxSize, size, 16)
 				pods := waitFluxUp(t, ns, r.name, size, maxSize, 5*time.Minute)
 				checkFluxRun(t, ns, r.name, pods)
-				report.Store(name, fmt.Sprintf("passed: %d brokers up, flux run on all", size))
+				if tc.check != nil {
+					tc.check(t, r, mc)
+				}
+				if !t.Failed() {
+					report.Store(name, fmt.Sprintf("passed: %d brokers up, flux run on all%s", size, caseNotes(tc)))
+				}
 			default:
 				finished := waitJobFinished(t, r, 6*time.Minute)
 				checkOperatorOutput(t, r, filepath.Join(filepath.Dir(file), "test.out.correct"), tc.want)
 				if finished.Type != batchv1.JobComplete {
 					t.Errorf("Job %s failed: %s %s", r.name, finished.Reason, finished.Message)
 				}
+				if tc.check != nil && !t.Failed() {
+					tc.check(t, r, mc)
+				}
 				if !t.Failed() {
-					report.Store(name, "passed")
+					report.Store(name, "passed"+caseNotes(tc))
 				}
 			}
 			r.uninstall()
@@ -373,4 +406,156 @@ func runOnNode(t *testing.T, ns, name, node, dir, script string) {
 		return p.Status.Phase == corev1.PodSucceeded, string(p.Status.Phase)
 	})
 	_ = kube.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{})
+}
+
+// caseNotes says what of a case was changed for it to run.
+func caseNotes(tc operatorCase) string {
+	var notes []string
+	for _, path := range sortedStrings(keys(tc.drop)) {
+		notes = append(notes, "without "+path+" ("+tc.drop[path]+")")
+	}
+	if tc.set != "" {
+		notes = append(notes, "with "+tc.set)
+	}
+	if len(notes) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(notes, "; ") + ")"
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// dropFields writes the MiniCluster without the given fields and returns the new file.
+func dropFields(t *testing.T, mc []byte, drop map[string]string) string {
+	t.Helper()
+	var doc map[string]any
+	if err := yaml.Unmarshal(mc, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for path := range drop {
+		parts := strings.Split(path, ".")
+		m := doc
+		for _, p := range parts[:len(parts)-1] {
+			next, ok := m[p].(map[string]any)
+			if !ok {
+				t.Fatalf("the case has no %s to drop", path)
+			}
+			m = next
+		}
+		if _, ok := m[parts[len(parts)-1]]; !ok {
+			t.Fatalf("the case has no %s to drop", path)
+		}
+		delete(m, parts[len(parts)-1])
+	}
+	out, err := yaml.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "minicluster.yaml")
+	if err := os.WriteFile(file, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// leadAloneNamed (flux.minimalService): the headless Service publishes the lead alone, and
+// the instance ran on every broker all the same (test.out.correct: one line per task).
+func leadAloneNamed(t *testing.T, r *release, _ []byte) {
+	t.Helper()
+	slices, err := kube.DiscoveryV1().EndpointSlices(r.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=" + r.name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hosts []string
+	for _, s := range slices.Items {
+		for _, e := range s.Endpoints {
+			if e.Hostname != nil {
+				hosts = append(hosts, *e.Hostname)
+			}
+		}
+	}
+	// The lead's pod may have gone with the Job's end; no other pod may ever be listed.
+	for _, h := range hosts {
+		if h != r.name+"-0" {
+			t.Errorf("the Service %s lists %s: with flux.minimalService it publishes the lead alone (%v)", r.name, h, hosts)
+		}
+	}
+}
+
+// inlineCertUsed (flux.curveCert): the release's certificate is the case's, byte for byte, in
+// a Secret, and no keygen Job made one; the brokers read only that Secret and all joined (the
+// lead runs its command once all size brokers are up). The certificate is never printed.
+func inlineCertUsed(t *testing.T, r *release, mc []byte) {
+	t.Helper()
+	var doc struct {
+		Spec struct {
+			Flux struct {
+				CurveCert string `json:"curveCert"`
+			} `json:"flux"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(mc, &doc); err != nil {
+		t.Fatal(err)
+	}
+	secret := r.curveSecret()
+	switch {
+	case secret == nil:
+		t.Errorf("no Secret %s-curve", r.name)
+	case string(secret.Data["curve.cert"]) != doc.Spec.Flux.CurveCert:
+		t.Errorf("the Secret %s-curve does not hold the MiniCluster's curveCert (%d bytes, want %d)", r.name, len(secret.Data["curve.cert"]), len(doc.Spec.Flux.CurveCert))
+	}
+	if _, err := kube.BatchV1().Jobs(r.ns).Get(context.Background(), r.name+"-keygen", metav1.GetOptions{}); err == nil {
+		t.Errorf("a keygen Job %s-keygen exists, but the certificate was given", r.name)
+	}
+	if strings.Contains(leadLog(t, r), "secret-key") {
+		t.Errorf("the lead's log shows the certificate")
+	}
+}
+
+// brokersWrapped (flux.wrap=env,MINICLUSTER_WRAPPED=yes): every broker's process has the
+// variable the wrapper set.
+func brokersWrapped(t *testing.T, r *release, _ []byte) {
+	t.Helper()
+	pods, _, err := brokerPods(r.ns, r.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The broker names itself flux-broker-RANK.
+	script := `for p in /proc/[0-9]*; do case $(cat "$p/comm" 2>/dev/null) in flux-broker*) tr '\0' '\n' < "$p/environ" | grep -x MINICLUSTER_WRAPPED=yes || echo "broker $p: not wrapped" ;; esac; done`
+	for _, p := range pods {
+		out, stderr, err := execIn(r.ns, p.Name, "flux", "/bin/sh", "-c", script)
+		if err != nil || strings.TrimSpace(out) != "MINICLUSTER_WRAPPED=yes" {
+			t.Errorf("pod %s: the broker does not run under flux.wrap: %v\n%s%s", p.Name, err, out, stderr)
+		}
+	}
+}
+
+// fluxQueueListed (fluxContainers): the lead pod's flux-queue container reached its broker
+// through ${fluxsocket}: flux jobs -a printed its table, and the container exited 0.
+func fluxQueueListed(t *testing.T, r *release, _ []byte) {
+	t.Helper()
+	pods, err := kube.CoreV1().Pods(r.ns).List(context.Background(), metav1.ListOptions{
+		LabelSelector: fmt.Sprintf("app.kubernetes.io/instance=%s,%s=0", r.name, indexLabel)})
+	if err != nil || len(pods.Items) == 0 {
+		t.Fatalf("no lead pod: %v", err)
+	}
+	lead := pods.Items[0]
+	log, err := podLogs(r.ns, lead.Name, "flux-queue", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^\s*JOBID\s+USER\s+NAME\s+ST`).MatchString(log) {
+		t.Errorf("flux-queue's log has no flux jobs table:\n%s", indentAll(log))
+	}
+	for _, s := range lead.Status.ContainerStatuses {
+		if s.Name == "flux-queue" && (s.State.Terminated == nil || s.State.Terminated.ExitCode != 0) {
+			t.Errorf("flux-queue did not exit 0: %+v", s.State)
+		}
+	}
 }

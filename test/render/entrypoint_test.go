@@ -33,6 +33,7 @@ var podPaths = []string{"/minicluster/config", "/minicluster/run", "/minicluster
 	"/minicluster/scripts", "/minicluster/state", "/etc/curve", "/etc/munge", "/usr/local/sbin"}
 
 // fakeFlux stands in for flux. Every call's arguments go, one per line, to $fake/calls/N.
+// `flux env CMD` runs CMD with FLUX_EXEC_PATH naming $fake/exec.
 // `flux R encode` prints a stand-in R and exits with the status in $fake/r-status (default 0);
 // `flux config builtin rc1_path` and `rc3_path` print flux-core's, `confdir` and
 // `shell_pluginpath` flux-core's prefix $fake/core. Every call writes its environment to
@@ -62,6 +63,13 @@ config)
   *) echo "fake flux: unexpected builtin $3" >&2; exit 1 ;;
   esac
   exit 0
+  ;;
+env)
+  # flux env: Flux's environment, whose FLUX_EXEC_PATH holds $fake/exec (flux-broker).
+  shift
+  FLUX_EXEC_PATH=/nonexistent:$fake/exec
+  export FLUX_EXEC_PATH
+  exec "$@"
   ;;
 R)
   echo '{"version": 1, "fake": true}'

@@ -315,6 +315,16 @@ if [ "$index" -eq 0 ]; then
   log "lead broker: $size of hosts $hosts, quorum $size"
 fi
 
+# flux.wrap (flux start's --wrap): the comma-separated words run the broker's program,
+# flux-broker, found as flux start finds it: on FLUX_EXEC_PATH in Flux's environment.
+broker_path=
+if [ -n "${MINICLUSTER_WRAP:-}" ]; then
+  # shellcheck disable=SC2016 # expanded in Flux's environment
+  broker_path=$(flux env /bin/sh -c 'IFS=:; for dir in $FLUX_EXEC_PATH; do if [ -x "$dir/flux-broker" ]; then echo "$dir/flux-broker"; exit 0; fi; done; exit 1') ||
+    die "flux.wrap: no flux-broker on the FLUX_EXEC_PATH of $flux_from, so the broker cannot be wrapped as flux start --wrap does; set flux.wrap=\"\""
+  log "flux.wrap: the brokers run as: $(printf '%s' "$MINICLUSTER_WRAP" | tr , ' ') $broker_path"
+fi
+
 # Left in the broker's rundir by a worker's broker (modprobe-rc1.py): "joined" as its rc1
 # starts, "stopping" as it begins to stop (and by on_term). Each start of the broker begins
 # without them.
@@ -399,7 +409,12 @@ while :; do
   rm -rf "$run/flux" "$command_status"
   mkdir -m 0700 "$run/flux"
   started=$(date +%s)
-  flux broker "$@" 3<&- 4<&- &
+  if [ -n "$broker_path" ]; then
+    # shellcheck disable=SC2086 # the wrapper's words, split at commas
+    (IFS=,; set -f; exec flux env $MINICLUSTER_WRAP "$broker_path" "$@") 3<&- 4<&- &
+  else
+    flux broker "$@" 3<&- 4<&- &
+  fi
   pid=$!
   # A SIGTERM between the rm above and here found no broker to stop.
   if [ -n "$stopping" ]; then stop_broker; fi

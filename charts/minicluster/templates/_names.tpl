@@ -37,6 +37,11 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- printf "%s-entrypoint" .Release.Name -}}
 {{- end -}}
 
+{{/* minicluster.curveGiven is "true" when the CURVE certificate is the user's (curve.existingSecret or curve.cert): the keygen Job makes none. */}}
+{{- define "minicluster.curveGiven" -}}
+{{- if or .Values.curve.existingSecret .Values.curve.cert }}true{{ end -}}
+{{- end -}}
+
 {{/* minicluster.curveName names the object that holds the CURVE certificate. */}}
 {{- define "minicluster.curveName" -}}
 {{- .Values.curve.existingSecret | default (printf "%s-curve" .Release.Name) -}}
@@ -54,7 +59,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{/* minicluster.keygen.enabled is "true" when the keygen Job has something to fill. */}}
 {{- define "minicluster.keygen.enabled" -}}
-{{- if or (not .Values.curve.existingSecret) .Values.munge.enabled }}true{{ end -}}
+{{- if or (not (include "minicluster.curveGiven" .)) .Values.munge.enabled }}true{{ end -}}
 {{- end -}}
 
 {{/*
@@ -107,8 +112,8 @@ capabilities:
 
 {{/*
 minicluster.keyRules are RBAC rules on the release's key objects, by name; call with
-(dict "root" . "verbs" LIST "existing" BOOL). With existing, a curve.existingSecret is included
-(the brokers read it; the keygen Job never touches it).
+(dict "root" . "verbs" LIST "existing" BOOL). With existing, a curve.existingSecret or the Secret of
+curve.cert is included (the brokers read it; the keygen Job never touches it).
 */}}
 {{- define "minicluster.keyRules" -}}
 {{- $v := .root.Values -}}
@@ -116,6 +121,8 @@ minicluster.keyRules are RBAC rules on the release's key objects, by name; call 
 {{- $configMaps := list -}}
 {{- if $v.curve.existingSecret -}}
 {{- if .existing }}{{ $secrets = append $secrets $v.curve.existingSecret }}{{ end -}}
+{{- else if $v.curve.cert -}}
+{{- if .existing }}{{ $secrets = append $secrets (include "minicluster.curveName" .root) }}{{ end -}}
 {{- else if eq $v.curve.storage "ConfigMap" -}}
 {{- $configMaps = append $configMaps (include "minicluster.curveName" .root) -}}
 {{- else -}}

@@ -193,6 +193,11 @@ spec:
         # The helpers' shared directories: the entrypoint waits for each one's .ready.
         - name: MINICLUSTER_HELPERS
           value: {{ ternary (printf "/minicluster/keys %s" $view.mountPath) "/minicluster/keys" $viewCopy | quote }}
+        {{- with .Values.flux.wrap }}
+        # flux.wrap: flux start's --wrap, comma-separated words before flux-broker.
+        - name: MINICLUSTER_WRAP
+          value: {{ . | quote }}
+        {{- end }}
         - name: MINICLUSTER_BROKER_OPTIONS
           value: {{ join "\n" .Values.flux.brokerOptions | quote }}
         # Copy: the view tree's copy. Image: the view image's root, where env.sh follows /opt/view.
@@ -333,8 +338,8 @@ spec:
         - sidecar
         - --namespace=$(POD_NAMESPACE)
         - --out=/minicluster/keys
-        {{- if .Values.curve.existingSecret }}
-        - --curve-name={{ .Values.curve.existingSecret }}
+        {{- if include "minicluster.curveGiven" . }}
+        - --curve-name={{ include "minicluster.curveName" . }}
         {{- else }}
         - --curve-name={{ include "minicluster.curveName" . }}
         - --storage={{ .Values.curve.storage }}
@@ -363,6 +368,9 @@ spec:
         - name: api-token
           mountPath: /var/run/secrets/kubernetes.io/serviceaccount
           readOnly: true
+    {{- range .Values.fluxContainers }}
+    {{- include "minicluster.fluxContainer" (dict "root" $ "c" . "viewCopy" $viewCopy "viewImage" $viewImage) | nindent 4 }}
+    {{- end }}
   volumes:
     - name: scripts
       configMap:
@@ -460,4 +468,75 @@ Operator's MiniCluster: logging, commands and batch (files/entrypoint.sh reads t
 - name: MINICLUSTER_BATCH_OUTPUT
   value: {{ .Values.batch.outputDir | quote }}
 {{- end }}
+{{- end -}}
+
+
+{{/* minicluster.fluxContainer is one of fluxContainers: the user's container with the broker's Flux
+(files/flux-container.sh); call with (dict "root" . "c" ITEM "viewCopy" BOOL "viewImage" BOOL). It
+shares the run volume (the broker's socket), the scripts (env.sh, the flux wrapper) and the view,
+read-only; never the keys. */}}
+{{- define "minicluster.fluxContainer" -}}
+{{- $v := .root.Values -}}
+{{- $view := $v.flux.view -}}
+{{- $c := .c -}}
+- name: {{ $c.name }}
+  image: {{ $c.image }}
+  imagePullPolicy: {{ $c.imagePullPolicy | default $v.imagePullPolicy }}
+  command: ["/bin/sh", "/minicluster/scripts/flux-container.sh"]
+  {{- with $c.workingDir }}
+  workingDir: {{ . }}
+  {{- end }}
+  env:
+    - name: MINICLUSTER_CONTAINER_COMMAND
+      value: {{ $c.command | quote }}
+    - name: MINICLUSTER_WAIT_SOCKET
+      value: {{ ternary "false" "true" (eq (toString $c.waitSocket) "false") | quote }}
+    - name: MINICLUSTER_HELPERS
+      value: {{ ternary $view.mountPath "" .viewCopy | quote }}
+    - name: MINICLUSTER_FLUX_VIEW
+      value: {{ ternary (printf "%s/view" $view.mountPath) "" .viewCopy | quote }}
+    - name: MINICLUSTER_FLUX_VIEW_ROOT
+      value: {{ ternary $view.mountPath "" .viewImage | quote }}
+    - name: FLUX_URI
+      value: local:///minicluster/run/flux/local
+    {{- with $c.env }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+  {{- with $c.ports }}
+  ports:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $c.resources }}
+  resources:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with ($c.securityContext | default $v.securityContext) }}
+  securityContext:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  terminationMessagePolicy: FallbackToLogsOnError
+  volumeMounts:
+    - name: scripts
+      mountPath: /minicluster/scripts
+      readOnly: true
+    - name: scripts
+      mountPath: /usr/local/sbin/flux
+      subPath: flux
+      readOnly: true
+    - name: run
+      mountPath: /minicluster/run
+    {{- if $view.enabled }}
+    - name: flux-view
+      mountPath: {{ $view.mountPath }}
+      readOnly: true
+    {{- if $view.softwarePath }}
+    - name: flux-view
+      mountPath: {{ $view.softwarePath }}
+      subPath: {{ ternary (trimPrefix "/" $view.softwarePath) "software" .viewImage }}
+      readOnly: true
+    {{- end }}
+    {{- end }}
+    {{- with $c.volumeMounts }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
 {{- end -}}

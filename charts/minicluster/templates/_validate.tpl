@@ -38,6 +38,10 @@
 {{- fail (printf "sharedMemory=%q is not a Kubernetes quantity: give the size of /dev/shm such as 512Mi, 1Gi or 2G (or \"\" for the runtime's)" (toString .)) -}}
 {{- end -}}
 {{- end -}}
+{{- if and .Values.flux.minimalService .Values.flux.topology -}}
+{{- fail (printf "flux.minimalService=true gives the lead broker alone a DNS name, so every worker must connect to the lead directly, but flux.topology=%q makes some workers the parents of others (which they could not reach by name): set flux.topology=\"\" (flat) as well" .Values.flux.topology) -}}
+{{- end -}}
+{{- include "minicluster.validateCurve" . -}}
 {{- include "minicluster.validatePod" . -}}
 {{- include "minicluster.validateRestricted" . -}}
 {{- with .Values.queue.name -}}
@@ -120,11 +124,11 @@ claim={{ include "minicluster.stateClaimName" . }},dumpTimeoutSeconds={{ int .Va
 {{- include "minicluster.validateGracePeriod" . -}}
 {{- end -}}
 
-{{/* minicluster.validateExtraContainers checks initContainers and sidecars: names unique in the pod and not the chart's; sidecars need Kubernetes >= 1.29. */}}
+{{/* minicluster.validateExtraContainers checks initContainers, sidecars and fluxContainers: names unique in the pod and not the chart's; sidecars need Kubernetes >= 1.29. */}}
 {{- define "minicluster.validateExtraContainers" -}}
 {{- $reserved := list "flux" "flux-view" "keys" -}}
 {{- $seen := dict -}}
-{{- range $key := list "initContainers" "sidecars" -}}
+{{- range $key := list "initContainers" "sidecars" "fluxContainers" -}}
 {{- range $i, $c := (index $.Values $key | default list) -}}
 {{- $where := printf "%s[%d]" $key $i -}}
 {{- $name := $c.name | toString -}}
@@ -209,12 +213,27 @@ cleanupTimeout none there is no bound of Flux's own: the grace period is the lim
 {{- if and $liveHash (ne $liveHash (include "minicluster.podTemplate" . | sha256sum)) -}}
 {{- fail (printf "this upgrade changes the Job's pod template (command, tasks, env, resources, volumes, flux.* or another pod setting). %s" $recreate) -}}
 {{- end -}}
-{{- if not .Values.curve.existingSecret -}}
+{{- if not (include "minicluster.curveGiven" .) -}}
 {{- $kind := ternary "ConfigMap" "Secret" (eq .Values.curve.storage "ConfigMap") -}}
 {{- $cert := lookup "v1" $kind .Release.Namespace (include "minicluster.curveName" .) -}}
 {{- if not (dig "data" "curve.cert" "" $cert) -}}
 {{- fail (printf "the %s %s/%s with the CURVE certificate is missing or empty, but the MiniCluster %s is running with it: a new key would split the cluster, so none is made. Recreate the MiniCluster: helm uninstall %s -n %s, then helm install again" $kind .Release.Namespace (include "minicluster.curveName" .) $name $name .Release.Namespace) -}}
 {{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* minicluster.validateCurve checks curve.cert: one source of the certificate, in the form flux keygen writes. The message never shows the certificate. */}}
+{{- define "minicluster.validateCurve" -}}
+{{- with .Values.curve.cert -}}
+{{- if $.Values.curve.existingSecret -}}
+{{- fail (printf "curve.cert and curve.existingSecret=%q are both set: the brokers use one certificate; keep one of them" $.Values.curve.existingSecret) -}}
+{{- end -}}
+{{- if eq $.Values.curve.storage "ConfigMap" -}}
+{{- fail "curve.cert is stored in a Secret, but curve.storage=ConfigMap (which only says where the keygen Job puts a certificate it makes): set curve.storage=Secret, or drop curve.cert" -}}
+{{- end -}}
+{{- if not (and (regexMatch "(?m)^curve[ \\t]*$" .) (regexMatch "(?m)^[ \\t]+public-key = \"[^\"]{40}\"[ \\t]*$" .) (regexMatch "(?m)^[ \\t]+secret-key = \"[^\"]{40}\"[ \\t]*$" .)) -}}
+{{- fail "curve.cert is not a CURVE certificate as `flux keygen` writes it: it needs a line `curve` followed by indented lines public-key = \"<40 characters>\" and secret-key = \"<40 characters>\" (the certificate is not shown here); give the whole file flux keygen wrote, e.g. --set-file curve.cert=curve.cert" -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
