@@ -23,8 +23,9 @@ const (
 	apiVersion = "flux-framework.org/v1alpha2"
 	kind       = "MiniCluster"
 	// The operator's defaults, where the chart's differ.
-	operatorViewImage = "ghcr.io/converged-computing/flux-view-ubuntu:tag-noble"
-	maxBrokers        = 100000 // the chart's limit: Kubernetes' on an indexed Job's parallelism
+	operatorViewImage    = "ghcr.io/converged-computing/flux-view-ubuntu:tag-noble"
+	operatorHeadlessName = "flux-service"
+	maxBrokers           = 100000 // the chart's limit: Kubernetes' on an indexed Job's parallelism
 )
 
 // Options change the images of the result.
@@ -280,6 +281,9 @@ func (c *converter) run() error {
 	}
 	c.pod()
 	if err := c.containers(int(size)); err != nil {
+		return err
+	}
+	if err := c.services(); err != nil {
 		return err
 	}
 	if len(c.pullSecrets) > 0 {
@@ -630,6 +634,70 @@ func (c *converter) sidecar(at string, ct miniClusterContainer, env, mounts []an
 		sc["securityContext"] = s
 	}
 	return sc, nil
+}
+
+// services maps the operator's services (containers of a pod of their own, run as their images
+// give them) to the chart's services and servicesVolumes.
+func (c *converter) services() error {
+	var services, volumes []any
+	seen := map[string]bool{}
+	for i, ct := range c.mc.Spec.Services {
+		at := fmt.Sprintf("spec.services[%d]", i)
+		if ct.LifeCycle != (lifeCycle{}) {
+			return fmt.Errorf("%s.lifeCycle: not in the chart; drop it", at)
+		}
+		for name, set := range map[string]bool{"runFlux": ct.RunFlux, "launcher": ct.Launcher, "batch": ct.Batch, "batchRaw": ct.BatchRaw, "logs": ct.Logs != ""} {
+			if set {
+				return fmt.Errorf("%s.%s: a service runs no Flux, and the operator ignores it there; drop it", at, name)
+			}
+		}
+		mounts, vols, err := c.volumes(at, ct, seen)
+		if err != nil {
+			return err
+		}
+		volumes = append(volumes, vols...)
+		c.addPullSecret(ct.ImagePullSecret)
+		if ct.Image == "" {
+			return fmt.Errorf("%s.image is empty: give the service's image", at)
+		}
+		sc, err := c.sidecar(at, ct, envOf(ct), mounts)
+		if err != nil {
+			return err
+		}
+		services = append(services, sc)
+	}
+	if len(services) > 0 {
+		c.set("services", services)
+		// The operator's name of the services pod, <name>-services.<headlessName>., is the
+		// chart's <name>-services. (the same namespace and domain follow): in every string.
+		headless := c.mc.Spec.Network.HeadlessName
+		if headless == "" {
+			headless = operatorHeadlessName
+		}
+		from := c.mc.Metadata.Name + "-services." + headless + "."
+		c.values = renamed(c.values, from, c.mc.Metadata.Name+"-services.").(map[string]any)
+	}
+	if len(volumes) > 0 {
+		c.set("servicesVolumes", volumes)
+	}
+	return nil
+}
+
+// renamed is v with old replaced by new in every string.
+func renamed(v any, old, new string) any {
+	switch x := v.(type) {
+	case string:
+		return strings.ReplaceAll(x, old, new)
+	case map[string]any:
+		for k, e := range x {
+			x[k] = renamed(e, old, new)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = renamed(e, old, new)
+		}
+	}
+	return v
 }
 
 func checkName(at string, ct miniClusterContainer) error {

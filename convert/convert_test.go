@@ -242,3 +242,28 @@ func TestConvertFluxContainers(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "spec.containers[0].commands.servicePre")
 }
+
+// spec.services: the chart's services pod, named <name>-services; the operator's name of it
+// in commands and environment values becomes the chart's.
+func TestConvertServices(t *testing.T) {
+	in := strings.Replace(hello, "      command: echo hello world\n",
+		"      command: curl -s flux-sample-services.flux-service.default.svc.cluster.local\n      environment: {REGISTRY: flux-sample-services.flux-service.default.svc.cluster.local}\n", 1)
+	in += "  services:\n    - image: nginx\n      name: nginx\n      ports: [80]\n      volumes:\n        html:\n          configMapName: web\n          path: /usr/share/nginx/html\n"
+	res, err := Convert([]byte(in), Options{Images: map[string]string{"nginx": "reg/web:1"}})
+	require.NoError(t, err)
+	assert.Equal(t, []any{map[string]any{"name": "nginx", "image": "reg/web:1", "ports": []any{map[string]any{"containerPort": 80, "protocol": "TCP"}},
+		"volumeMounts": []any{map[string]any{"name": "html", "mountPath": "/usr/share/nginx/html"}}}}, res.Values["services"])
+	assert.Equal(t, []any{map[string]any{"name": "html", "configMap": map[string]any{"name": "web"}}}, res.Values["servicesVolumes"])
+	assert.Equal(t, "curl -s flux-sample-services.default.svc.cluster.local", res.Values["command"])
+	assert.Equal(t, []any{map[string]any{"name": "REGISTRY", "value": "flux-sample-services.default.svc.cluster.local"}}, res.Values["env"])
+
+	for _, tc := range []struct{ extra, want string }{
+		{"      command: nginx -g daemon\n", "spec.services[0].command: the operator ignores"},
+		{"      batch: true\n", "spec.services[0].batch: a service runs no Flux"},
+		{"      lifeCycle:\n        preStopExec: x\n", "spec.services[0].lifeCycle"},
+	} {
+		_, err := Convert([]byte(hello+"  services:\n    - image: nginx\n      name: nginx\n"+tc.extra), Options{})
+		require.Error(t, err, tc.extra)
+		assert.Contains(t, err.Error(), tc.want)
+	}
+}

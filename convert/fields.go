@@ -141,7 +141,7 @@ var Fields = []Field{
 	{Path: "spec.containers[].volumes{}.csiDriver", Status: Mapped, Values: "volumes[].csi.driver"},
 	{Path: "spec.containers[].volumes{}.csiDriverAttributes", Status: Mapped, Values: "volumes[].csi.volumeAttributes"},
 
-	{Path: "spec.services", Status: Refused, Why: "service pods are not in the chart; run the service as its own Deployment and Service, and reach it by its DNS name"},
+	{Path: "spec.services", Status: Mapped, Values: "services; servicesVolumes", Why: "a Deployment of one pod and a headless Service, both <release>-services: the brokers reach it as <release>-services (FQDN <release>-services.<namespace>.svc.<domain>), where the operator's name was <name>-services.<headlessName>.<namespace>.svc.<domain>, which the converter rewrites so in commands and environment values"},
 }
 
 // field finds the entry that covers path: the entry itself or the nearest enclosing one.

@@ -3,6 +3,7 @@ package helmtest
 import (
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -37,6 +38,8 @@ func newTyped(apiVersion, kind string) (runtime.Object, error) {
 		return &corev1.Pod{}, nil
 	case "batch/v1/Job":
 		return &batchv1.Job{}, nil
+	case "apps/v1/Deployment":
+		return &appsv1.Deployment{}, nil
 	case "policy/v1/PodDisruptionBudget":
 		return &policyv1.PodDisruptionBudget{}, nil
 	case "rbac.authorization.k8s.io/v1/Role":

@@ -51,6 +51,11 @@ type operatorCase struct {
 	set string
 	// check runs once the case passed (interactive: with its brokers up).
 	check func(t *testing.T, r *release, mc []byte)
+	// values: a values file (YAML) given after the converted one, where images this project
+	// lacks need another command; @busybox stands for the project's busybox image.
+	values string
+	// nothingLeft: after helm uninstall, wait until nothing of the release is left.
+	nothingLeft bool
 }
 
 // operatorCases are every case of examples/tests (a case missing from this table fails the
@@ -74,9 +79,14 @@ var operatorCases = map[string]operatorCase{
 	"tests/custom-config": {want: "(?m)^hello world$", check: inlineCertUsed,
 		drop: map[string]string{"spec.flux.brokerConfig": "the operator's broker.toml, refused"}},
 	// Its container flux-queue uses the pod's broker (fluxContainers). The lead's sleep 200 is
-	// shortened: the check is flux-queue's, which asks its broker after 10 s.
-	"tests/flux-sidecar":  {want: "the command ended with status 0", set: "command=sleep 20", check: fluxQueueListed},
-	"tests/nginx-service": {refused: "spec.services"},
+	// shortened: the check is flux-queue's, which asks its broker after 10 s. commands.prefix
+	// rides on it: the command runs under the prefix, which marks its environment.
+	"tests/flux-sidecar": {want: `(?s)prefixed=yes\n.*the command ended with status 0`, check: fluxQueueListed,
+		set: "command=echo prefixed=$MINICLUSTER_PREFIXED && sleep 20,commands.prefix=env MINICLUSTER_PREFIXED=yes"},
+	// The services pod (services): nginx is busybox's httpd here, and the lead asks it with
+	// bash in place of curl, which the project's app image lacks, by the chart's name of it.
+	"tests/nginx-service": {images: map[string]string{"nginx": "@busybox"}, values: nginxByBusybox,
+		want: "(?m)^hello from the services pod$", nothingLeft: true},
 	"tests/osu-benchmarks": {leftOut: "needs the OSU micro-benchmarks image (metric-osu-benchmark); the project's mpi image has none",
 		images: map[string]string{"ghcr.io/converged-computing/flux-view-ubuntu:tag-focal": "@view"}},
 	"tests/nginx-sidecar-service": {leftOut: "needs an nginx image; the project builds none",
@@ -90,11 +100,12 @@ var operatorCases = map[string]operatorCase{
 	"tests/snakemake":   {leftOut: "needs the snakemake atacseq image and its workflow data"},
 	"mpi/mpich": {leftOut: "runs ./hello_cxx from /opt/ompi of the rse-ops mpich image, which the project's mpi image does not have",
 		images: map[string]string{"ghcr.io/rse-ops/mpich:tag-mamba": "@mpi"}},
-	// flux.wrap rides on it: every broker runs under env, which marks its environment.
+	// flux.wrap rides on it (every broker runs under env, which marks its environment), and
+	// logging.zeromq (the lead logs its overlay socket's ZeroMQ events).
 	"scaling/basic": {interactive: true, images: map[string]string{"rockylinux:9": "@app"},
-		set: "flux.wrap=env\\,MINICLUSTER_WRAPPED=yes", check: brokersWrapped},
+		set: "flux.wrap=env\\,MINICLUSTER_WRAPPED=yes,logging.zeromq=true", check: brokersWrappedZeromqLogged},
 	"state/basic-job-completion": {refused: "spec.archive.path"},
-	"services/single":            {leftOut: "not in this version of the operator's source"},
+	"services/single":            {leftOut: "this version of the operator's source has it only as minicluster-registry.yaml, which needs the oras registry image and downloads oras at run time"},
 }
 
 // TestOperatorCases runs the Flux Operator's own test cases on the chart: each MiniCluster
@@ -173,7 +184,15 @@ func TestOperatorCases(t *testing.T) {
 			if tc.set != "" {
 				set += "," + tc.set
 			}
-			if _, err := r.run("install", r.name, chartDir, "-f", values, "--set", set); err != nil {
+			args := []string{"install", r.name, chartDir, "-f", values}
+			if tc.values != "" {
+				extra := filepath.Join(t.TempDir(), "extra.yaml")
+				if err := os.WriteFile(extra, []byte(strings.ReplaceAll(tc.values, "@busybox", testsImage)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				args = append(args, "-f", extra)
+			}
+			if _, err := r.run(append(args, "--set", set)...); err != nil {
 				t.Fatalf("helm install %s: %v", name, err)
 			}
 			switch {
@@ -211,10 +230,25 @@ func TestOperatorCases(t *testing.T) {
 					report.Store(name, "passed"+caseNotes(tc))
 				}
 			}
-			r.uninstall()
+			if tc.nothingLeft {
+				r.uninstallToNothing()
+			} else {
+				r.uninstall()
+			}
 		})
 	}
 }
+
+// nginxByBusybox serves a page from busybox's httpd in the services pod, and the lead reads it
+// by the services pod's name (retrying until the name resolves: the pods start together).
+const nginxByBusybox = `services:
+  - name: nginx
+    image: @busybox
+    command: ["/bin/sh", "-c", "trap 'exit 0' TERM; mkdir -p /tmp/www && echo 'hello from the services pod' > /tmp/www/index.html && httpd -f -p 80 -h /tmp/www & wait"]
+    ports: [{containerPort: 80}]
+command: |
+  bash -c 'for i in $(seq 60); do (: < /dev/tcp/flux-sample-services/80) 2>/dev/null && break; sleep 1; done; exec 3<>/dev/tcp/flux-sample-services/80 && printf "GET / HTTP/1.0\r\n\r\n" >&3 && sed -n "/^\r*$/,\$p" <&3 | tail -n +2'
+`
 
 // convertCase runs minicluster-convert on the case and returns the values file it wrote.
 func convertCase(t *testing.T, file string, tc operatorCase) (string, error) {
@@ -230,6 +264,8 @@ func convertCase(t *testing.T, file string, tc operatorCase) (string, error) {
 			to = appImage
 		case "@view":
 			to = viewImage
+		case "@busybox":
+			to = testsImage
 		}
 		args = append(args, "--image", from+"="+to)
 	}
@@ -518,13 +554,18 @@ func inlineCertUsed(t *testing.T, r *release, mc []byte) {
 	}
 }
 
-// brokersWrapped (flux.wrap=env,MINICLUSTER_WRAPPED=yes): every broker's process has the
-// variable the wrapper set.
-func brokersWrapped(t *testing.T, r *release, _ []byte) {
+// brokersWrappedZeromqLogged: with flux.wrap=env,MINICLUSTER_WRAPPED=yes every broker's
+// process has the variable the wrapper set; with logging.zeromq (-Stbon.zmqdebug=1) the lead's
+// log buffer has its overlay socket's ZeroMQ events (at debug level, so in flux dmesg).
+func brokersWrappedZeromqLogged(t *testing.T, r *release, _ []byte) {
 	t.Helper()
 	pods, _, err := brokerPods(r.ns, r.name)
 	if err != nil {
 		t.Fatal(err)
+	}
+	dmesg, stderr, err := fluxIn(r.ns, pods[0].Name, "dmesg")
+	if err != nil || !strings.Contains(dmesg, "child sockevent") {
+		t.Errorf("logging.zeromq: the lead's flux dmesg has no ZeroMQ socket event (child sockevent): %v\n%s", err, stderr)
 	}
 	// The broker names itself flux-broker-RANK.
 	script := `for p in /proc/[0-9]*; do case $(cat "$p/comm" 2>/dev/null) in flux-broker*) tr '\0' '\n' < "$p/environ" | grep -x MINICLUSTER_WRAPPED=yes || echo "broker $p: not wrapped" ;; esac; done`

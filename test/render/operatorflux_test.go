@@ -11,9 +11,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/minicluster/minicluster/internal/helmtest"
@@ -163,4 +165,36 @@ func TestFluxContainerWaitsForTheSocket(t *testing.T) {
 	b, err := os.ReadFile(out)
 	require.NoError(t, err)
 	assert.Equal(t, "local://"+socket+" local://"+socket+"\n", string(b))
+}
+
+// services: a Deployment of one pod <release>-services with the containers, and a headless
+// Service of that name that the brokers reach it by; the broker Service does not select it.
+func TestServices(t *testing.T) {
+	objs := render(t, helmtest.Options{Set: []string{"services[0].name=web", "services[0].image=nginx:1",
+		"services[0].ports[0].containerPort=80", "services[1].name=db", "services[1].image=db:1",
+		"services[1].ports[0].containerPort=5432", "services[1].ports[0].name=sql",
+		"servicesVolumes[0].name=data", "servicesVolumes[0].emptyDir.medium=Memory"}})
+	d := get[*appsv1.Deployment](t, objs, "Deployment", "flux-sample-services")
+	assert.Equal(t, int32(1), *d.Spec.Replicas)
+	pod := d.Spec.Template.Spec
+	assert.Equal(t, "flux-sample-services", pod.Hostname)
+	assert.Equal(t, []string{"web", "db"}, []string{pod.Containers[0].Name, pod.Containers[1].Name})
+	assert.Equal(t, "nginx:1", pod.Containers[0].Image)
+	assert.Equal(t, "data", pod.Volumes[0].Name)
+	assert.False(t, *pod.AutomountServiceAccountToken)
+	assert.Equal(t, "services", d.Spec.Template.Labels["app.kubernetes.io/component"])
+
+	svc := get[*corev1.Service](t, objs, "Service", "flux-sample-services")
+	assert.Equal(t, corev1.ClusterIPNone, svc.Spec.ClusterIP)
+	assert.Equal(t, d.Spec.Selector.MatchLabels, svc.Spec.Selector)
+	assert.Equal(t, []corev1.ServicePort{
+		{Name: "port-80", Port: 80, TargetPort: intstr.FromInt32(80), Protocol: corev1.ProtocolTCP},
+		{Name: "sql", Port: 5432, TargetPort: intstr.FromInt32(5432), Protocol: corev1.ProtocolTCP},
+	}, svc.Spec.Ports)
+	brokers := get[*corev1.Service](t, objs, "Service", "flux-sample")
+	assert.Equal(t, "broker", brokers.Spec.Selector["app.kubernetes.io/component"], "the brokers' Service leaves the services pod out")
+
+	for _, o := range render(t, helmtest.Options{}) {
+		assert.NotEqual(t, "flux-sample-services", o.Name, "no services pod without services")
+	}
 }

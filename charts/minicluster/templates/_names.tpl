@@ -47,6 +47,11 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- .Values.curve.existingSecret | default (printf "%s-curve" .Release.Name) -}}
 {{- end -}}
 
+{{/* minicluster.servicesName names the services Deployment, its pod's hostname and its Service. */}}
+{{- define "minicluster.servicesName" -}}
+{{- printf "%s-services" .Release.Name -}}
+{{- end -}}
+
 {{/* minicluster.mungeName names the Secret that holds the munge key. */}}
 {{- define "minicluster.mungeName" -}}
 {{- printf "%s-munge" .Release.Name -}}

@@ -42,6 +42,7 @@
 {{- fail (printf "flux.minimalService=true gives the lead broker alone a DNS name, so every worker must connect to the lead directly, but flux.topology=%q makes some workers the parents of others (which they could not reach by name): set flux.topology=\"\" (flat) as well" .Values.flux.topology) -}}
 {{- end -}}
 {{- include "minicluster.validateCurve" . -}}
+{{- include "minicluster.validateServices" . -}}
 {{- include "minicluster.validatePod" . -}}
 {{- include "minicluster.validateRestricted" . -}}
 {{- with .Values.queue.name -}}
@@ -235,5 +236,23 @@ cleanupTimeout none there is no bound of Flux's own: the grace period is the lim
 {{- if not (and (regexMatch "(?m)^curve[ \\t]*$" .) (regexMatch "(?m)^[ \\t]+public-key = \"[^\"]{40}\"[ \\t]*$" .) (regexMatch "(?m)^[ \\t]+secret-key = \"[^\"]{40}\"[ \\t]*$" .)) -}}
 {{- fail "curve.cert is not a CURVE certificate as `flux keygen` writes it: it needs a line `curve` followed by indented lines public-key = \"<40 characters>\" and secret-key = \"<40 characters>\" (the certificate is not shown here); give the whole file flux keygen wrote, e.g. --set-file curve.cert=curve.cert" -}}
 {{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* minicluster.validateServices checks services: container names that are DNS labels and unique in their pod, and a release name short enough for <release>-services. */}}
+{{- define "minicluster.validateServices" -}}
+{{- $seen := dict -}}
+{{- range $i, $c := .Values.services -}}
+{{- $name := $c.name | toString -}}
+{{- if or (gt (len $name) 63) (not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" $name)) -}}
+{{- fail (printf "services[%d].name=%q is not a DNS label (lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters): rename the container" $i $name) -}}
+{{- end -}}
+{{- with index $seen $name -}}
+{{- fail (printf "services[%d].name=%q is also the name of services[%s]: the containers of the services pod need names of their own; rename one" $i $name .) -}}
+{{- end -}}
+{{- $_ := set $seen $name (toString $i) -}}
+{{- end -}}
+{{- if and .Values.services (gt (len (include "minicluster.servicesName" .)) 63) -}}
+{{- fail (printf "services: the services pod's name %q is longer than 63 characters (a DNS label): use a release name of at most 54 characters" (include "minicluster.servicesName" .)) -}}
 {{- end -}}
 {{- end -}}
