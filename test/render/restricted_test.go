@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,7 +18,7 @@ import (
 )
 
 // violations are the "restricted" Pod Security Standard's objections to every pod the render
-// makes (Jobs' templates and pods, hooks and helm test included), by the API server's own
+// makes (Jobs' and Deployments' templates and pods, hooks and helm test included), by the API server's own
 // PodSecurity checks (k8s.io/pod-security-admission).
 func violations(t *testing.T, rendered string) map[string]string {
 	t.Helper()
@@ -31,6 +32,8 @@ func violations(t *testing.T, rendered string) map[string]string {
 		var spec *corev1.PodSpec
 		switch v := o.Object.(type) {
 		case *batchv1.Job:
+			meta, spec = &v.Spec.Template.ObjectMeta, &v.Spec.Template.Spec
+		case *appsv1.Deployment:
 			meta, spec = &v.Spec.Template.ObjectMeta, &v.Spec.Template.Spec
 		case *corev1.Pod:
 			meta, spec = &v.ObjectMeta, &v.Spec
@@ -69,7 +72,8 @@ func TestRestrictedPods(t *testing.T) {
 			assert.Empty(t, violations(t, out))
 		})
 	}
-	for _, set := range []string{"flux.view.mode=image", "flux.view.enabled=false,image=flux", "munge.enabled=true"} {
+	for _, set := range []string{"flux.view.mode=image", "flux.view.enabled=false,image=flux", "munge.enabled=true",
+		"fluxContainers[0].name=q,fluxContainers[0].image=app,fluxContainers[0].command=flux jobs"} {
 		out, err := helmtest.Template(helmtest.Options{ValuesFiles: []string{"values/restricted.yaml"}, Set: []string{set}})
 		require.NoError(t, err, set)
 		assert.Empty(t, violations(t, out), set)
@@ -95,6 +99,10 @@ func TestRestrictedRejects(t *testing.T) {
 		{"hostPath", []string{"volumes[0].name=data", "volumes[0].hostPath.path=/data"}, []string{"volumes[0] (data) is a hostPath volume, which is forbidden", "PersistentVolumeClaim"}},
 		{"init container", []string{"initContainers[0].name=prep", "initContainers[0].image=busybox"},
 			[]string{"initContainers[0].securityContext (container prep): allowPrivilegeEscalation must be false"}},
+		{"flux container", []string{"fluxContainers[0].name=q", "fluxContainers[0].image=app", "fluxContainers[0].command=x", "fluxContainers[0].securityContext.runAsUser=0"},
+			[]string{"fluxContainers[0].securityContext (container q): runAsUser 0 (root) is forbidden"}},
+		{"service", []string{"services[0].name=web", "services[0].image=nginx"},
+			[]string{"services[0].securityContext (container web): allowPrivilegeEscalation must be false"}},
 		{"sidecar", []string{"sidecars[0].name=log", "sidecars[0].image=busybox", "sidecars[0].securityContext.allowPrivilegeEscalation=false"},
 			[]string{"sidecars[0].securityContext (container log): capabilities.drop must list ALL"}},
 	} {

@@ -23,6 +23,15 @@ test) are restricted always.
 {{- range $i, $c := .Values.sidecars -}}
 {{- $containers = append $containers (dict "what" (printf "sidecars[%d].securityContext (container %s)" $i $c.name) "sc" ($c.securityContext | default dict)) -}}
 {{- end -}}
+{{- /* A Flux container without a securityContext of its own runs with the broker's (checked above). */ -}}
+{{- range $i, $c := .Values.fluxContainers -}}
+{{- with $c.securityContext -}}
+{{- $containers = append $containers (dict "what" (printf "fluxContainers[%d].securityContext (container %s)" $i $c.name) "sc" .) -}}
+{{- end -}}
+{{- end -}}
+{{- range $i, $c := .Values.services -}}
+{{- $containers = append $containers (dict "what" (printf "services[%d].securityContext (container %s)" $i $c.name) "sc" ($c.securityContext | default dict)) -}}
+{{- end -}}
 {{- range $containers -}}
 {{- $sc := .sc -}}
 {{- $nonRoot := ternary $sc.runAsNonRoot $pod.runAsNonRoot (hasKey $sc "runAsNonRoot") -}}
