@@ -36,6 +36,25 @@ func TestMinimalService(t *testing.T) {
 
 	svc = get[*corev1.Service](t, render(t, helmtest.Options{}), "Service", "flux-sample")
 	assert.NotContains(t, svc.Spec.Selector, "batch.kubernetes.io/job-completion-index", "every broker by default")
+
+	// The helm test's script looks up the lead's name alone (the workers have none).
+	requireBusybox(t)
+	cm := get[*corev1.ConfigMap](t, objs, "ConfigMap", "flux-sample-broker")
+	config := t.TempDir()
+	for k, v := range cm.Data {
+		require.NoError(t, os.WriteFile(filepath.Join(config, k), []byte(v), 0o644))
+	}
+	script := strings.ReplaceAll(test.Spec.Containers[0].Command[2], "/minicluster/config", config)
+	stubs := `nslookup() { echo "lookup $1" >&2; case $1 in flux-sample-0.*) return 0;; esac; return 1; }
+sleep() { :; }
+nc() { cat > /dev/null; printf '\377\0\0\0\0\0\0\0\001\177\003\001CURVE\0\0\0'; }
+`
+	cmd := exec.Command(busybox, "sh", "-c", stubs+script)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "MINICLUSTER_MINIMAL_SERVICE=true"}
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	assert.Contains(t, string(out), "ok: flux-sample-0.flux-sample.default.svc.cluster.local resolves")
+	assert.NotContains(t, string(out), "lookup flux-sample-1", "a worker's name is not looked up")
 }
 
 // inlineCert is a values file with curve.cert, a certificate as flux keygen writes it, made
