@@ -34,6 +34,7 @@ func TestBadValuesAreRejected(t *testing.T) {
 		{"unknown nested key", helmtest.Options{Set: []string{"flux.prot=9000"}}, []string{"/flux", "additional properties 'prot' not allowed"}},
 		{"port too large", helmtest.Options{Set: []string{"flux.port=70000"}}, []string{"/flux/port", "maximum: got 70,000, want 65,535"}},
 		{"port zero", helmtest.Options{Set: []string{"flux.port=0"}}, []string{"/flux/port", "minimum"}},
+		{"readiness port is the broker port", helmtest.Options{Set: []string{"flux.readinessPort=8050"}}, []string{"flux.readinessPort=8050 is flux.port too", "set flux.readinessPort to another port"}},
 		{"wrong storage", helmtest.Options{Set: []string{"curve.storage=Vault"}}, []string{"/curve/storage", "Secret", "ConfigMap"}},
 		{"cleanup timeout not a Flux duration", helmtest.Options{Set: []string{"flux.cleanupTimeout=soon"}}, []string{"/flux/cleanupTimeout", "soon"}},
 		{"log level", helmtest.Options{Set: []string{"flux.logLevel=9"}}, []string{"/flux/logLevel", "maximum"}},

@@ -392,15 +392,40 @@ on_term() {
 trap on_term TERM INT
 # FLUX_URI (the container's, for kubectl exec) is this broker's own socket: the broker sets
 # it for all it runs, and reads it only when started as a job of another instance.
+# Readiness: .online in the keys volume, which the keys container serves to the kubelet's probe,
+# once Flux counts this broker online: a worker in its quorum or run state (it has joined the
+# broker.online group the lead counts), the lead in its run state (every broker of the quorum,
+# size, online, and its rc1, the scheduler's load included, done). flux uptime says the state;
+# it is asked every 0.2 s once rc1 has ended (modprobe-rc1.py leaves rc1-done), every second
+# before, so that a broker that is starting costs its node little.
+online_mark=/minicluster/keys/.online
+rc1_done_mark=$run/flux/rc1-done
+watch_online() {
+  polls=0
+  while kill -0 "$1" 2>/dev/null; do
+    if [ -e "$rc1_done_mark" ] || [ $((polls % 5)) -eq 0 ]; then
+      # " 07:23:04 run 2.3m,  owner ...": the state is the second word.
+      read -r _ state _ <<EOF
+$(FLUX_URI=local://$run/flux/local flux uptime 2>/dev/null)
+EOF
+      case "$index:$state" in
+        *:run | [1-9]*:quorum) : > "$online_mark"; return ;;
+      esac
+    fi
+    polls=$((polls + 1))
+    sleep 0.2
+  done
+}
 unset FLUX_URI
 quick_failures=0
 joined_once=false
 while :; do
-  rm -rf "$run/flux" "$command_status"
+  rm -rf "$run/flux" "$command_status" "$online_mark"
   mkdir -m 0700 "$run/flux"
   started=$(date +%s)
   flux broker "$@" 3<&- 4<&- &
   pid=$!
+  watch_online "$pid" 3<&- 4<&- &
   # A SIGTERM between the rm above and here found no broker to stop.
   if [ -n "$stopping" ]; then stop_broker; fi
   # wait returns early when SIGTERM arrives; wait again until the broker is gone.
@@ -411,6 +436,7 @@ while :; do
     wait "$pid" 2>/dev/null || status=$?
   done
   pid=
+  rm -f "$online_mark"
   # A worker that has joined its parent once has a config and a certificate that work.
   if [ -e "$joined_mark" ]; then joined_once=true; fi
   if [ -n "$stopping" ]; then

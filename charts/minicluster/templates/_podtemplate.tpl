@@ -230,6 +230,15 @@ spec:
         - name: broker
           containerPort: {{ int .Values.flux.port }}
           protocol: TCP
+      # Ready once Flux counts this broker online (the entrypoint's .online, served by the keys
+      # container): an HTTP probe, which costs the node far less than an exec probe would.
+      readinessProbe:
+        httpGet:
+          path: /readyz
+          port: {{ int .Values.flux.readinessPort }}
+        periodSeconds: 1
+        timeoutSeconds: 2
+        failureThreshold: 3
       {{- with .Values.resources }}
       resources:
         {{- toYaml . | nindent 8 }}
@@ -342,6 +351,7 @@ spec:
         {{- if .Values.munge.enabled }}
         - --munge-name={{ include "minicluster.mungeName" . }}
         {{- end }}
+        - --readiness-addr=:{{ int .Values.flux.readinessPort }}
         - --wait-parent
         - --hosts-file=/minicluster/config/hosts
         - --topology={{ .Values.flux.topology }}

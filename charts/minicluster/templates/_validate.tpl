@@ -14,6 +14,9 @@
 {{- if gt $size $max -}}
 {{- fail (printf "size=%d is larger than maxSize=%d, the number of hosts broker.toml lists; set maxSize to %d or more (on a running MiniCluster maxSize is fixed at install: uninstall and install again to grow past it)" $size $max $size) -}}
 {{- end -}}
+{{- if eq (int .Values.flux.readinessPort) (int .Values.flux.port) -}}
+{{- fail (printf "flux.readinessPort=%d is flux.port too: the broker listens there; set flux.readinessPort to another port" (int .Values.flux.readinessPort)) -}}
+{{- end -}}
 {{- if not (regexMatch "^[a-z]([-a-z0-9]*[a-z0-9])?$" $name) -}}
 {{- fail (printf "release name %q cannot name the Service and the pods' hostnames: it must be a DNS label (lower-case letters, digits and '-', starting with a letter); install with another name" $name) -}}
 {{- end -}}
