@@ -452,14 +452,14 @@ func TestEntrypointWorker(t *testing.T) {
 }
 
 // The keys container answers the kubelet's readiness probe from .online, which the entrypoint
-// writes once Flux counts the broker online (flux uptime's state: a worker in quorum or run,
-// the lead in run) and removes when the broker exits.
+// writes once the broker is in Flux's run state (flux uptime's) and removes when the broker
+// exits.
 func TestEntrypointSaysWhenFluxCountsTheBrokerOnline(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		index         int
 		before, after string
-	}{{index: 0, before: "quorum", after: "run"}, {index: 3, before: "init", after: "quorum"}} {
+	}{{index: 0, before: "quorum", after: "run"}, {index: 3, before: "quorum", after: "run"}} {
 		t.Run(strconv.Itoa(c.index), func(t *testing.T) {
 			t.Parallel()
 			p := newPod(t, helmtest.Options{}, c.index)

@@ -393,9 +393,9 @@ trap on_term TERM INT
 # FLUX_URI (the container's, for kubectl exec) is this broker's own socket: the broker sets
 # it for all it runs, and reads it only when started as a job of another instance.
 # Readiness: .online in the keys volume, which the keys container serves to the kubelet's probe,
-# once Flux counts this broker online: a worker in its quorum or run state (it has joined the
-# broker.online group the lead counts), the lead in its run state (every broker of the quorum,
-# size, online, and its rc1, the scheduler's load included, done). flux uptime says the state;
+# once the broker is in Flux's run state: the lead once every broker of the quorum (size) is
+# online and its rc1, the scheduler's load included, is done; a worker once it has joined the
+# broker.online group the lead counts and its parent runs. flux uptime says the state;
 # it is asked every 0.2 s once rc1 has ended (modprobe-rc1.py leaves rc1-done), every second
 # before, so that a broker that is starting costs its node little.
 online_mark=/minicluster/keys/.online
@@ -408,9 +408,10 @@ watch_online() {
       read -r _ state _ <<EOF
 $(FLUX_URI=local://$run/flux/local flux uptime 2>/dev/null)
 EOF
-      case "$index:$state" in
-        *:run | [1-9]*:quorum) : > "$online_mark"; return ;;
-      esac
+      if [ "$state" = run ]; then
+        : > "$online_mark"
+        return
+      fi
     fi
     polls=$((polls + 1))
     sleep 0.2
