@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -42,6 +43,7 @@ func newSidecarCmd(e env) *cobra.Command {
 	var api apiFlags
 	var hostsFile, topology string
 	var waitParent, once bool
+	var apiServer string
 	cmd := &cobra.Command{
 		Use:   "sidecar --out DIR [--curve-name N --storage Secret|ConfigMap] [--munge-name M] [--wait-parent --hosts-file F --topology T] [--once]",
 		Short: "Beside a broker: wait for the release's keys (and the parent broker's endpoint), write them to a directory",
@@ -52,6 +54,16 @@ func newSidecarCmd(e env) *cobra.Command {
 				return usageError{errors.New("--out is required: the volume the sidecar shares with the broker")}
 			}
 			fetch := func() error {
+				// The lead's broker container runs the API server (api.enabled) from here.
+				if apiServer != "" && e.getenv("JOB_COMPLETION_INDEX") == "0" {
+					self, err := os.Executable()
+					if err != nil {
+						return err
+					}
+					if err := sidecar.InstallProgram(filepath.Join(filepath.Dir(self), "minicluster-api"), apiServer); err != nil {
+						return err
+					}
+				}
 				api.defaults(e, &o.Namespace)
 				if waitParent {
 					var err error
@@ -81,6 +93,7 @@ func newSidecarCmd(e env) *cobra.Command {
 	f.BoolVar(&waitParent, "wait-parent", false, "wait until the headless Service lists this pod's parent broker (index from $JOB_COMPLETION_INDEX)")
 	f.StringVar(&hostsFile, "hosts-file", "/minicluster/config/hosts", "file with the RFC 29 host list of all brokers (the broker ConfigMap's hosts)")
 	f.StringVar(&topology, "topology", "", "the brokers' tbon.topo (empty = flux's default for broker.toml boot)")
+	f.StringVar(&apiServer, "api-server", "", "on the lead (index 0), copy this image's minicluster-api to this path, for the broker's container to run")
 	f.BoolVar(&once, "once", false, "write the keys (and wait for the parent), then exit: no files for a broker's entrypoint")
 	return cmd
 }

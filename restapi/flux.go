@@ -1,0 +1,230 @@
+package restapi
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strconv"
+	"strings"
+
+	"github.com/minicluster/minicluster/internal/hostlist"
+)
+
+// Flux runs Flux's command line against the lead broker. Each call is a short-lived flux
+// process; the C commands (flux job submit, eventlog, raise) start in milliseconds, the
+// Python ones (flux jobs, resource, shutdown) in a few hundred.
+type Flux struct {
+	// Command is the flux program (default "flux", from PATH).
+	Command string
+	// Env is the environment of the flux processes (nil: the server's); FLUX_URI in it names
+	// the broker.
+	Env []string
+}
+
+// FluxError is a flux command that failed; Msg is what it said.
+type FluxError struct {
+	Args []string
+	Msg  string
+}
+
+func (e *FluxError) Error() string { return e.Msg }
+
+// ErrNotFound is an unknown job.
+var ErrNotFound = errors.New("unknown job id")
+
+func (f *Flux) cmd(ctx context.Context, args ...string) *exec.Cmd {
+	name := f.Command
+	if name == "" {
+		name = "flux"
+	}
+	c := exec.CommandContext(ctx, name, args...)
+	c.Env = f.Env
+	return c
+}
+
+// run runs flux with args and stdin, returning its standard output.
+func (f *Flux) run(ctx context.Context, stdin []byte, args ...string) ([]byte, error) {
+	c := f.cmd(ctx, args...)
+	if stdin != nil {
+		c.Stdin = bytes.NewReader(stdin)
+	}
+	var stdout, stderr bytes.Buffer
+	c.Stdout, c.Stderr = &stdout, &stderr
+	if err := c.Run(); err != nil {
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			return nil, fmt.Errorf("running %s: %w", c.Path, err)
+		}
+		return nil, fluxError(args, stderr.String(), err)
+	}
+	return stdout.Bytes(), nil
+}
+
+// fluxError turns what a failed flux command wrote into an error: an unknown job becomes
+// ErrNotFound; anything else keeps Flux's own words, without the program's prefix.
+func fluxError(args []string, stderr string, err error) error {
+	msg := strings.TrimSpace(stderr)
+	if msg == "" {
+		msg = fmt.Sprintf("flux %s: %v", strings.Join(args, " "), err)
+	}
+	lower := strings.ToLower(msg)
+	if strings.Contains(lower, "unknown job") || strings.Contains(lower, "no such job") {
+		return fmt.Errorf("%w: %s", ErrNotFound, msg)
+	}
+	for _, prefix := range []string{"flux-job: ", "flux-jobs: ", "flux-resource: ", "flux-shutdown: ", "ERROR: "} {
+		msg = strings.ReplaceAll(msg, prefix, "")
+	}
+	return &FluxError{Args: args, Msg: msg}
+}
+
+// Submit submits a jobspec and returns the job's id.
+func (f *Flux) Submit(ctx context.Context, jobspec []byte) (uint64, error) {
+	out, err := f.run(ctx, jobspec, "job", "submit")
+	if err != nil {
+		return 0, err
+	}
+	return ParseJobID(strings.TrimSpace(string(out)))
+}
+
+// Jobs lists jobs, newest first, as flux jobs --json describes them (at most limit; 0: all).
+func (f *Flux) Jobs(ctx context.Context, limit int) ([]map[string]any, error) {
+	args := []string{"jobs", "--json", "-a"}
+	if limit > 0 {
+		args = append(args, "--count="+strconv.Itoa(limit))
+	}
+	out, err := f.run(ctx, nil, args...)
+	if err != nil {
+		return nil, err
+	}
+	var list struct {
+		Jobs []map[string]any `json:"jobs"`
+	}
+	if err := json.Unmarshal(out, &list); err != nil {
+		return nil, fmt.Errorf("reading flux jobs --json: %w", err)
+	}
+	return list.Jobs, nil
+}
+
+// Job is one job as flux jobs --json describes it.
+func (f *Flux) Job(ctx context.Context, id uint64) (map[string]any, error) {
+	out, err := f.run(ctx, nil, "jobs", "--json", strconv.FormatUint(id, 10))
+	if err != nil {
+		return nil, err
+	}
+	var job map[string]any
+	if err := json.Unmarshal(out, &job); err != nil {
+		return nil, fmt.Errorf("reading flux jobs --json: %w", err)
+	}
+	return job, nil
+}
+
+// Output calls each for the job's output (stdout and stderr, as they were written), following
+// it until the job ends when follow is set. A job that has not started has no output yet:
+// ok is false then.
+func (f *Flux) Output(ctx context.Context, id uint64, follow bool, each func(string) error) (ok bool, err error) {
+	jobid := strconv.FormatUint(id, 10)
+	args := []string{"job", "eventlog", "--format=json", "--path=output"}
+	if follow {
+		// Wait for the job to start (the output eventlog exists from then on). wait-event
+		// fails for a job that ended without starting: then there is no output.
+		if _, err := f.run(ctx, nil, "job", "wait-event", "--quiet", jobid, "start"); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return false, err
+			}
+			return false, nil
+		}
+		args = append(args, "--follow")
+	}
+	args = append(args, jobid)
+	c := f.cmd(ctx, args...)
+	var stderr bytes.Buffer
+	c.Stderr = &stderr
+	stdout, err := c.StdoutPipe()
+	if err != nil {
+		return false, err
+	}
+	if err := c.Start(); err != nil {
+		return false, err
+	}
+	scan := bufio.NewScanner(stdout)
+	scan.Buffer(make([]byte, 64*1024), 16*1024*1024)
+	var cbErr error
+	for scan.Scan() {
+		var ev struct {
+			Name    string `json:"name"`
+			Context struct {
+				Data *string `json:"data"`
+			} `json:"context"`
+		}
+		if json.Unmarshal(scan.Bytes(), &ev) != nil || ev.Name != "data" || ev.Context.Data == nil {
+			continue
+		}
+		ok = true
+		if cbErr = each(*ev.Context.Data); cbErr != nil {
+			break
+		}
+	}
+	if cbErr != nil {
+		_ = c.Process.Kill()
+		_, _ = io.Copy(io.Discard, stdout)
+		_ = c.Wait()
+		return ok, cbErr
+	}
+	if err := c.Wait(); err != nil {
+		ferr := fluxError(args, stderr.String(), err)
+		if errors.Is(ferr, ErrNotFound) {
+			return false, ferr
+		}
+		if strings.Contains(strings.ToLower(stderr.String()), "no such file") {
+			// The job exists (or existed) but has no output eventlog: not started yet.
+			if _, jerr := f.Job(ctx, id); jerr != nil {
+				return false, jerr
+			}
+			return false, nil
+		}
+		return ok, ferr
+	}
+	return true, nil
+}
+
+// Cancel raises a cancel exception on the job, as flux cancel does.
+func (f *Flux) Cancel(ctx context.Context, id uint64) error {
+	_, err := f.run(ctx, nil, "job", "raise", "--type=cancel", "--message=canceled through the REST API", strconv.FormatUint(id, 10))
+	return err
+}
+
+// Nodes is the host names of the brokers that are up.
+func (f *Flux) Nodes(ctx context.Context) ([]string, error) {
+	out, err := f.run(ctx, nil, "resource", "list", "--states=up", "--no-header", "--format={nodelist}")
+	if err != nil {
+		return nil, err
+	}
+	var hosts []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		h, err := hostlist.Expand(line, maxNodes)
+		if err != nil {
+			return nil, err
+		}
+		hosts = append(hosts, h...)
+	}
+	return hosts, nil
+}
+
+// maxNodes bounds the expansion of Flux's node list (an Indexed Job has at most 100,000 pods).
+const maxNodes = 100000
+
+// Shutdown stops the instance as flux shutdown does (Flux's orderly shutdown: running jobs are
+// canceled, the brokers' rc3 runs).
+func (f *Flux) Shutdown(ctx context.Context) error {
+	_, err := f.run(ctx, nil, "shutdown", "--quiet")
+	return err
+}
