@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -65,6 +66,9 @@ func (f *Flux) run(ctx context.Context, stdin []byte, args ...string) ([]byte, e
 	return stdout.Bytes(), nil
 }
 
+// unknownJobID is how flux jobs names an id it does not know: "JobID 1099511627776 unknown".
+var unknownJobID = regexp.MustCompile(`jobid \S+ unknown`)
+
 // fluxError turns what a failed flux command wrote into an error: an unknown job becomes
 // ErrNotFound; anything else keeps Flux's own words, without the program's prefix.
 func fluxError(args []string, stderr string, err error) error {
@@ -73,7 +77,7 @@ func fluxError(args []string, stderr string, err error) error {
 		msg = fmt.Sprintf("flux %s: %v", strings.Join(args, " "), err)
 	}
 	lower := strings.ToLower(msg)
-	if strings.Contains(lower, "unknown job") || strings.Contains(lower, "no such job") {
+	if strings.Contains(lower, "unknown job") || strings.Contains(lower, "no such job") || unknownJobID.MatchString(lower) {
 		return fmt.Errorf("%w: %s", ErrNotFound, msg)
 	}
 	for _, prefix := range []string{"flux-job: ", "flux-jobs: ", "flux-resource: ", "flux-shutdown: ", "ERROR: "} {
@@ -180,8 +184,9 @@ func (f *Flux) Output(ctx context.Context, id uint64, follow bool, each func(str
 		if errors.Is(ferr, ErrNotFound) {
 			return false, ferr
 		}
-		if strings.Contains(strings.ToLower(stderr.String()), "no such file") {
-			// The job exists (or existed) but has no output eventlog: not started yet.
+		if e := strings.ToLower(stderr.String()); strings.Contains(e, "no such file") || strings.Contains(e, "not found") {
+			// No output eventlog ("eventlog path guest.output not found"): either the job has
+			// not started yet or there is no such job, which flux jobs tells apart.
 			if _, jerr := f.Job(ctx, id); jerr != nil {
 				return false, jerr
 			}
