@@ -21,16 +21,34 @@ VERSION ?= $(shell cat VERSION)
 # spurious "context deadline exceeded" at its end on Go < 1.27 (golang/go#75804).
 FUZZ_TARGETS := ./keygen:FuzzParseCert:800000 ./postrender:FuzzRender:40000
 
-.PHONY: all deps build tools flux images push push-keygen test unit lint fuzz e2e e2e-kwok e2e-kueue cluster-up cluster-down kind-up kwok-up kwok-down kueue-up kueue-down demo bench bench-e2e release version
+.PHONY: all help deps build tools flux images push push-keygen test unit lint fuzz e2e e2e-kwok e2e-kueue cluster-up cluster-down kind-up kwok-up kwok-down kueue-up kueue-down demo bench bench-e2e report release version docs
 
-all: build
+all: build ## the same as build
+
+help: ## this list: every target with what it does
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z0-9-]+):.*## (.*)/\1\t\2/' | awk -F '\t' '{printf "  %-13s %s\n", $$1, $$2}'
+
+# Where the end-to-end tests' pods pull the images from: CLUSTER_REGISTRY, else the local
+# cluster's registry (ci/cluster/lib.sh) when the local cluster runs, else none (the images must
+# be on the nodes: make kind-up). The local cluster's login registry goes with its own.
+# The local-cluster-only targets (e2e-kwok, e2e-kueue) use LOCAL_REGISTRY.
+LOCAL_CLUSTER = $(shell [ -S "$(CLUSTER_DIR)/run/containerd.sock" ] && echo yes)
+LOCAL_REGISTRY = $(or $(CLUSTER_REGISTRY),$(shell source ci/cluster/lib.sh && echo "$$CLUSTER_REGISTRY"))
+E2E_REGISTRY = $(or $(CLUSTER_REGISTRY),$(if $(LOCAL_CLUSTER),$(LOCAL_REGISTRY)))
+E2E_AUTH = $(if $(CLUSTER_REGISTRY),,$(if $(LOCAL_CLUSTER),$(shell source ci/cluster/lib.sh && echo "CLUSTER_AUTH_REGISTRY=$$CLUSTER_AUTH_REGISTRY CLUSTER_AUTH_DIR=$$CLUSTER_AUTH_DIR")))
+E2E_KUBECONFIG = $(or $(KUBECONFIG),$(CLUSTER_DIR)/kubeconfig)
+# push-images DIR REGISTRY FLAGS: the images of DIR, tagged VERSION, to REGISTRY (nothing when empty).
+push-images = $(if $(2),go run ./ci/push --registry "$(2)" --version $(VERSION) $(3) $(1))
+# require-registry: make TARGET stops, saying how, when REGISTRY is not set.
+require-registry = @if [ -z "$(REGISTRY)" ]; then echo "make $@: set REGISTRY=host[:port][/path]$(1)" >&2; exit 1; fi
 
 deps: ## the Debian packages the tests and the local cluster need (installed when missing; root)
 	bash ci/deps.sh
 
-build: ## flux-keygen, minicluster-postrender and its Helm 4 plugin into ./bin
+build: ## flux-keygen, minicluster-postrender and its Helm 4 plugin, minicluster-convert into ./bin
 	go build -ldflags "-X main.version=$(VERSION)" -o $(BIN)/flux-keygen ./keygen/cmd/flux-keygen
 	go build -o $(BIN)/minicluster-postrender ./postrender/cmd/minicluster-postrender
+	go build -o $(BIN)/minicluster-convert ./convert/cmd/minicluster-convert
 	mkdir -p $(BIN)/helm-plugin/minicluster
 	cp postrender/plugin/plugin.yaml $(BIN)/minicluster-postrender $(BIN)/helm-plugin/minicluster/
 
@@ -53,32 +71,33 @@ images: flux ## container images as tarballs in ./bin/images (no Docker needed),
 
 
 push: ## the images to REGISTRY=host[:port][/path] (flux-keygen as a linux/amd64+arm64 index); plain HTTP for loopback, PUSH_FLAGS=--insecure for others
-	@if [ -z "$(REGISTRY)" ]; then echo "make push: set REGISTRY=host[:port][/path], e.g. make push REGISTRY=127.0.0.1:5000/minicluster (bash ci/registry/up.sh starts a registry there)" >&2; exit 1; fi
+	$(call require-registry,, e.g. make push REGISTRY=127.0.0.1:5000/minicluster (bash ci/registry/up.sh starts a registry there))
 	$(MAKE) --no-print-directory images
-	go run ./ci/push --registry $(REGISTRY) --version $(VERSION) $(PUSH_FLAGS) $(BIN)/images
+	$(call push-images,$(BIN)/images,$(REGISTRY),$(PUSH_FLAGS))
 
 push-keygen: ## flux-keygen alone to REGISTRY (linux/amd64+arm64, no Flux build): the one image of ours a user's cluster needs with the chart's defaults
-	@if [ -z "$(REGISTRY)" ]; then echo "make push-keygen: set REGISTRY=host[:port][/path] that your cluster's nodes can pull from, e.g. make push-keygen REGISTRY=registry.example.com/minicluster" >&2; exit 1; fi
+	$(call require-registry, that your cluster's nodes can pull from, e.g. make push-keygen REGISTRY=registry.example.com/minicluster)
 	rm -rf $(BIN)/images-keygen
 	go run ./ci/images --out $(BIN)/images-keygen --version $(VERSION) --only flux-keygen
-	go run ./ci/push --registry $(REGISTRY) --version $(VERSION) $(PUSH_FLAGS) $(BIN)/images-keygen
+	$(call push-images,$(BIN)/images-keygen,$(REGISTRY),$(PUSH_FLAGS))
 
 release: tools flux ## REGISTRY=host[:port]/path: the committed version (./VERSION): images (Flux ones too) + chart (signed with SIGN_KEY and KEYRING if set) to REGISTRY, from a clean tree, once per version
-	@if [ -z "$(REGISTRY)" ]; then echo "make release: set REGISTRY=host[:port]/path (the version is ./VERSION: edit it, make version, commit)" >&2; exit 1; fi
+	$(call require-registry, (the version is ./VERSION: edit it, make version, commit))
 	MINICLUSTER_FLUX_DIR="$$(bash ci/flux/build.sh --print-dir)" VERSION=$(VERSION) REGISTRY=$(REGISTRY) bash ci/release.sh
 
-# Under `make test` a test whose tool is missing fails instead of skipping (internal/tooltest).
+# Under `make test` a test whose tool is missing fails instead of skipping (internal/tooltest),
+# naming the Debian package: `make deps` (root) installs them all.
 test: export MINICLUSTER_REQUIRE_TOOLS = 1
-test: deps build tools lint unit fuzz ## everything; the end-to-end part too when a cluster is reachable
+test: build tools lint unit fuzz ## everything; the end-to-end part too when a cluster is reachable
 	@kc=$${KUBECONFIG:-$(CLUSTER_DIR)/kubeconfig}; \
 	if [ -f "$$kc" ] && KUBECONFIG=$$kc $(HELM3) list >/dev/null 2>&1; then $(MAKE) e2e; \
 	elif [ -n "$(E2E_REQUIRED)" ]; then echo "make test: E2E_REQUIRED is set but no cluster answers at $$kc" >&2; exit 1; \
 	else echo "make test: no cluster answers at $$kc: end-to-end tests NOT run ('make cluster-up' starts one)"; fi
 
-unit:
+unit: ## unit, render, CLI and fuzz-corpus tests (go test ./...)
 	go test ./...
 
-lint: $(HELM3) $(HELM_DOCS)
+lint: $(HELM3) $(HELM_DOCS) ## gofmt, go vet, helm lint of every values file, shellcheck; fails when a generated doc or version is stale
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt -w these files: $$unformatted" >&2; exit 1; fi
 	go vet ./...
 	go vet -tags e2e ./...
@@ -87,25 +106,23 @@ lint: $(HELM3) $(HELM_DOCS)
 	$(HELM3) lint --strict charts/minicluster
 	for f in values/*.yaml; do $(HELM3) lint --strict charts/minicluster -f $$f || exit 1; done
 	bash ci/lint-scripts.sh
+	@dot -Tsvg docs/architecture.dot | cmp -s - docs/architecture.svg || { echo "stale: docs/architecture.svg: run make docs (it renders docs/architecture.dot)" >&2; exit 1; }
+	@go run ./ci/report --check
+	@go run ./ci/doclint
 
 version: ## write ./VERSION into Chart.yaml, plugin.yaml and the image tags of values/ (after editing VERSION)
 	go run ./ci/version
 
-.PHONY: docs
-docs: $(HELM_DOCS) ## charts/minicluster/README.md from its README.md.gotmpl by helm-docs (the values table from the comments in values.yaml) and the descriptions in values.schema.json
+docs: $(HELM_DOCS) ## the chart's README.md (helm-docs, the values table from values.yaml's comments), values.schema.json's descriptions, docs/architecture.svg (Graphviz)
 	go run ./ci/valuesdoc --helm-docs $(HELM_DOCS)
+	dot -Tsvg docs/architecture.dot -o docs/architecture.svg
 
-fuzz:
+fuzz: ## short, bounded fuzz runs (FUZZ_TARGETS; FUZZ_EXECS overrides each budget)
 	for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; rest=$${t#*:}; go test -run='^$$' -fuzz="^$${rest%%:*}$$" -fuzztime=$${FUZZ_EXECS:-$${rest#*:}}x "$$pkg" || exit 1; done
 
 e2e: build tools images ## end-to-end tests against the cluster in KUBECONFIG (default: the local one)
-	@# On the local cluster the pods pull every image from its registry (ci/cluster/lib.sh), as on
-	@# a real cluster; elsewhere export CLUSTER_REGISTRY (pushed here) or load the images (kind-up).
-	@# CLUSTER_AUTH_REGISTRY and CLUSTER_AUTH_DIR: the local cluster's login registry.
-	if [ -S "$(CLUSTER_DIR)/run/containerd.sock" ] && [ -z "$$CLUSTER_REGISTRY" ]; then export CLUSTER_REGISTRY=$$(source ci/cluster/lib.sh && echo "$$CLUSTER_REGISTRY"); \
-		export CLUSTER_AUTH_REGISTRY=$$(source ci/cluster/lib.sh && echo "$$CLUSTER_AUTH_REGISTRY") CLUSTER_AUTH_DIR=$$(source ci/cluster/lib.sh && echo "$$CLUSTER_AUTH_DIR"); fi; \
-	if [ -n "$$CLUSTER_REGISTRY" ]; then go run ./ci/push --registry "$$CLUSTER_REGISTRY/minicluster" --version $(VERSION) --insecure $(BIN)/images || exit 1; fi; \
-	KUBECONFIG=$${KUBECONFIG:-$(CLUSTER_DIR)/kubeconfig} go test -tags e2e -count=1 -timeout 40m -v ./test/e2e/... ./keygen/kube/...
+	$(call push-images,$(BIN)/images,$(E2E_REGISTRY)$(if $(E2E_REGISTRY),/minicluster),--insecure)
+	CLUSTER_REGISTRY=$(E2E_REGISTRY) $(E2E_AUTH) KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout 40m -v ./test/e2e/... ./keygen/kube/...
 
 # The simulated nodes of the scale tests: enough for 1,000 brokers by default (10 nodes of 110 pods).
 KWOK_NODES ?= 10
@@ -115,33 +132,38 @@ e2e-kwok: build tools ## the end-to-end tests at scale (E2E_KWOK_SIZE=1000 broke
 	bash ci/kwok/up.sh
 	@# Only the keygen image is pulled for real (its Job runs on the real node); the brokers' never are.
 	go run ./ci/images --out $(BIN)/images --version $(VERSION)
-	export CLUSTER_REGISTRY=$$(source ci/cluster/lib.sh && echo "$$CLUSTER_REGISTRY"); \
-	go run ./ci/push --registry "$$CLUSTER_REGISTRY/minicluster" --version $(VERSION) --insecure $(BIN)/images && \
-	KUBECONFIG=$(CLUSTER_DIR)/kubeconfig MINICLUSTER_REQUIRE_KWOK=1 go test -tags e2e -count=1 -timeout 40m -v -run 'Kwok' ./test/e2e/...
+	$(call push-images,$(BIN)/images,$(LOCAL_REGISTRY)/minicluster,--insecure)
+	CLUSTER_REGISTRY=$(LOCAL_REGISTRY) KUBECONFIG=$(CLUSTER_DIR)/kubeconfig MINICLUSTER_REQUIRE_KWOK=1 go test -tags e2e -count=1 -timeout 40m -v -run 'Kwok' ./test/e2e/...
 
 e2e-kueue: build tools images ## the Kueue tests (queue.name) with real Flux on the local cluster: kueue-up, the tests, kueue-down (also when they fail)
 	bash ci/kueue/up.sh
-	export CLUSTER_REGISTRY=$$(source ci/cluster/lib.sh && echo "$$CLUSTER_REGISTRY"); \
-	go run ./ci/push --registry "$$CLUSTER_REGISTRY/minicluster" --version $(VERSION) --insecure $(BIN)/images && \
-	KUBECONFIG=$(CLUSTER_DIR)/kubeconfig MINICLUSTER_REQUIRE_KUEUE=1 go test -tags e2e -count=1 -timeout 30m -v -run 'Kueue' ./test/e2e/...; \
+	$(call push-images,$(BIN)/images,$(LOCAL_REGISTRY)/minicluster,--insecure) && \
+	CLUSTER_REGISTRY=$(LOCAL_REGISTRY) KUBECONFIG=$(CLUSTER_DIR)/kubeconfig MINICLUSTER_REQUIRE_KUEUE=1 go test -tags e2e -count=1 -timeout 30m -v -run 'Kueue' ./test/e2e/...; \
 	rc=$$?; bash ci/kueue/down.sh; exit $$rc
 
-bench-e2e: build tools images ## timings on the cluster in KUBECONFIG with real Flux, next to a bare indexed Job (the floor) and the Flux Operator; kwok at 1,000 on the local cluster
-	bash ci/operator/build.sh
-	if [ -S "$(CLUSTER_DIR)/run/containerd.sock" ] && [ "$${KUBECONFIG:-$(CLUSTER_DIR)/kubeconfig}" = "$(CLUSTER_DIR)/kubeconfig" ]; then bash ci/kwok/up.sh || exit 1; fi; \
-	if [ -S "$(CLUSTER_DIR)/run/containerd.sock" ] && [ -z "$$CLUSTER_REGISTRY" ]; then export CLUSTER_REGISTRY=$$(source ci/cluster/lib.sh && echo "$$CLUSTER_REGISTRY"); fi; \
-	if [ -n "$$CLUSTER_REGISTRY" ]; then go run ./ci/push --registry "$$CLUSTER_REGISTRY/minicluster" --version $(VERSION) --insecure $(BIN)/images || exit 1; fi; \
-	KUBECONFIG=$${KUBECONFIG:-$(CLUSTER_DIR)/kubeconfig} go test -tags e2e -count=1 -timeout 90m -run '^$$' -bench 'Floor|MiniCluster|HPC|Kwok|Operator|Uninstall|API' -benchtime $${BENCHTIME:-3x} ./test/e2e/...
-	@# Sizes 6 to 64 and the overlay shapes at 64, once each (BENCH_SIZES, BENCH_TOPOLOGIES).
-	KUBECONFIG=$${KUBECONFIG:-$(CLUSTER_DIR)/kubeconfig} go test -tags e2e -count=1 -timeout 90m -run '^$$' -bench 'Scale|Topology' -benchtime $${BENCH_SCALE_TIME:-1x} ./test/e2e/...
+# Each benchmark run writes its results (figures, command, runs, date, machine) to
+# BENCH_RESULTS, one JSON file a benchmark; ci/report writes docs/performance.md from them.
+export BENCH_RESULTS ?= $(ROOT)/docs/results
 
-bench:
+bench-e2e: build tools images ## timings on the cluster in KUBECONFIG with real Flux, next to a bare indexed Job (the floor) and the Flux Operator; kwok at 1,000 on the local cluster; then docs/performance.md
+	bash ci/operator/build.sh
+	if [ -n "$(LOCAL_CLUSTER)" ] && [ "$(E2E_KUBECONFIG)" = "$(CLUSTER_DIR)/kubeconfig" ]; then bash ci/kwok/up.sh; fi
+	$(call push-images,$(BIN)/images,$(E2E_REGISTRY)$(if $(E2E_REGISTRY),/minicluster),--insecure)
+	CLUSTER_REGISTRY=$(E2E_REGISTRY) KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout 90m -run '^$$' -bench 'Floor|MiniCluster|HPC|Kwok|Operator|Uninstall|API' -benchtime $${BENCHTIME:-3x} ./test/e2e/...
+	@# Sizes 6 to 64 and the overlay shapes at 64, once each (BENCH_SIZES, BENCH_TOPOLOGIES).
+	CLUSTER_REGISTRY=$(E2E_REGISTRY) KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout 90m -run '^$$' -bench 'Scale|Topology' -benchtime $${BENCH_SCALE_TIME:-1x} ./test/e2e/...
+	$(MAKE) --no-print-directory report
+
+report: ## docs/performance.md from the benchmark results in BENCH_RESULTS (make bench-e2e does this at its end)
+	go run ./ci/report --results $(BENCH_RESULTS)
+
+bench: ## Go benchmarks of render, post-render and key generation
 	go test -run='^$$' -bench=. -benchmem ./...
 
 cluster-up: deps ## a real Kubernetes on this machine (root, Linux); NODES=3 for three nodes (default 1)
 	NODES=$(or $(NODES),1) bash ci/cluster/up.sh
 
-cluster-down:
+cluster-down: ## stop the local cluster (and kwok) and remove everything it made
 	bash ci/kwok/down.sh
 	bash ci/cluster/down.sh
 

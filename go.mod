@@ -16,6 +16,7 @@ require (
 	github.com/docker/cli v29.7.2+incompatible // indirect
 	github.com/docker/docker-credential-helpers v0.9.5 // indirect
 	github.com/sirupsen/logrus v1.9.4 // indirect
+	k8s.io/pod-security-admission v0.37.1 // indirect
 )
 
 require (

@@ -37,31 +37,32 @@ step() {
 	printf '\n==== [%s] %s\n' "$(now)" "$*"
 	steps+=("$1") step_starts+=("$(date +%s%N)")
 }
-say() { printf '     %s\n' "$*"; }
+# detail prints a line under the step's heading.
+detail() { printf '     %s\n' "$*"; }
 
 step "build: helm, flux-keygen, minicluster-postrender, flux-core from source, the container images"
-# -s: only what the steps say (each long one says what it builds, every 30 s, and how long it took).
+# -s: only what the steps detail (each long one says what it builds, every 30 s, and how long it took).
 # Only the helm the demo runs (one of the project's: a Makefile target; another: used as it is).
 helm_target=()
 if [[ $HELM == "$REPO/bin/tools/helm3/helm" || $HELM == "$REPO/bin/tools/helm4/helm" ]]; then helm_target=("$HELM"); fi
 make -s --no-print-directory "${helm_target[@]}" build images
-say "$HELM, bin/flux-keygen, bin/minicluster-postrender, bin/images/*.tar"
+detail "$HELM, bin/flux-keygen, bin/minicluster-postrender, bin/images/*.tar"
 
 step "cluster"
 if "$HELM" list -n default >/dev/null 2>&1; then
-	say "a cluster answers at KUBECONFIG=$KUBECONFIG: using it"
+	detail "a cluster answers at KUBECONFIG=$KUBECONFIG: using it"
 	if [[ $KUBECONFIG == "$KUBECONFIG_FILE" ]]; then
-		say "pushing the freshly built images to its registry $CLUSTER_REGISTRY (the pods pull them, as on any cluster)"
+		detail "pushing the freshly built images to its registry $CLUSTER_REGISTRY (the pods pull them, as on any cluster)"
 		go run ./ci/push --registry "$CLUSTER_REGISTRY/minicluster" --version "$(cat VERSION)" --insecure bin/images >/dev/null
 		images "$CLUSTER_REGISTRY/minicluster/"
 	else
-		say "using the images under their local names: load bin/images/*.tar into that cluster first (make kind-up does)"
+		detail "using the images under their local names: load bin/images/*.tar into that cluster first (make kind-up does)"
 	fi
 else
-	say "no cluster answers at KUBECONFIG=$KUBECONFIG: starting the local one (make cluster-up; about 6 min the first time, to build it)"
+	detail "no cluster answers at KUBECONFIG=$KUBECONFIG: starting the local one (make cluster-up; about 6 min the first time, to build it)"
 	make --no-print-directory cluster-up
 	export KUBECONFIG=$KUBECONFIG_FILE
-	say "pushing the images to its registry $CLUSTER_REGISTRY (the pods pull them, as on any cluster)"
+	detail "pushing the images to its registry $CLUSTER_REGISTRY (the pods pull them, as on any cluster)"
 	go run ./ci/push --registry "$CLUSTER_REGISTRY/minicluster" --version "$(cat VERSION)" --insecure bin/images >/dev/null
 	images "$CLUSTER_REGISTRY/minicluster/"
 fi
@@ -102,7 +103,7 @@ nothing_left() {
 step "helm install $RELEASE -f values/hello-world.yaml (4 brokers; the lead runs hostname as 4 tasks under Flux)"
 "$HELM" install "$RELEASE" "$CHART" -n "$NS" -f values/hello-world.yaml "${IMAGES[@]}" | sed -n '1,/^NOTES/p' | sed 's/^/     /'
 k wait --for=condition=complete "job/$RELEASE" --timeout=300s >/dev/null
-say "the keygen Job made the CURVE certificate while the brokers started: $(k get secret "$RELEASE-curve" -o name)"
+detail "the keygen Job made the CURVE certificate while the brokers started: $(k get secret "$RELEASE-curve" -o name)"
 step "the Job completed; the lead broker's log (Flux's lines, then the command's output):"
 k logs -l "$LEAD" -c flux --tail=-1 >"${TMPDIR:-/tmp}/demo-lead.log"
 sed 's/^/     | /' "${TMPDIR:-/tmp}/demo-lead.log"
@@ -113,7 +114,7 @@ step "uninstalled: nothing of $RELEASE is left"
 step "helm install $RELEASE -f values/openmpi.yaml (MPI: 8 OpenMPI ranks on 4 brokers, Fluxion schedules, flux-pmix serves PMIx)"
 "$HELM" install "$RELEASE" "$CHART" -n "$NS" -f values/openmpi.yaml "${IMAGES[@]}" --set "image=$MPI_IMAGE" >/dev/null
 k wait --for=condition=complete "job/$RELEASE" --timeout=300s >/dev/null
-say "the Job completed; the lead's log, the program's output (hello from each rank, then the ring and allreduce across the pods):"
+detail "the Job completed; the lead's log, the program's output (hello from each rank, then the ring and allreduce across the pods):"
 k logs -l "$LEAD" -c flux --tail=-1 >"${TMPDIR:-/tmp}/demo-mpi.log"
 { grep "^hello from" "${TMPDIR:-/tmp}/demo-mpi.log" | sort -V; grep -E "^(ring:|mpi-hello)" "${TMPDIR:-/tmp}/demo-mpi.log"; } | sed 's/^/     | /'
 "$HELM" uninstall "$RELEASE" -n "$NS" >/dev/null
@@ -122,14 +123,14 @@ until nothing_left; do sleep 0.2; done
 step "helm install $RELEASE -f values/interactive.yaml (4 brokers that stay up)"
 "$HELM" install "$RELEASE" "$CHART" -n "$NS" -f values/interactive.yaml "${IMAGES[@]}" >/dev/null
 wait_up 4 300
-say "flux resource list in the lead:"
+detail "flux resource list in the lead:"
 flux_in_lead resource list | sed 's/^/     | /'
 
 step "helm upgrade --reuse-values --set size=6 (resize: the Job's parallelism and completions change, broker.toml does not)"
 "$HELM" upgrade "$RELEASE" "$CHART" -n "$NS" --reuse-values --set size=6 >/dev/null
 wait_up 6 180
 k get pods -l "$SEL,app.kubernetes.io/component=broker" | sed 's/^/     /'
-say "flux run -N 6 hostname:"
+detail "flux run -N 6 hostname:"
 flux_in_lead run -N 6 hostname | sort | sed 's/^/     | /'
 
 step "helm test $RELEASE (every broker's FQDN resolves, the lead answers as a ZeroMQ CURVE server)"
@@ -139,12 +140,12 @@ step "helm uninstall $RELEASE"
 "$HELM" uninstall "$RELEASE" -n "$NS" >/dev/null
 start=$(date +%s%N)
 until nothing_left; do sleep 0.1; done
-say "nothing of $RELEASE is left after $((($(date +%s%N) - start) / 1000000)) ms (Jobs, Pods, Services, ConfigMaps, Secrets incl. the certificate, ServiceAccounts, Roles, RoleBindings)"
+detail "nothing of $RELEASE is left after $((($(date +%s%N) - start) / 1000000)) ms (Jobs, Pods, Services, ConfigMaps, Secrets incl. the certificate, ServiceAccounts, Roles, RoleBindings)"
 "$KUBECTL" delete namespace "$NS" --wait=false >/dev/null
 step "done"
-say "where the time went:"
+detail "where the time went:"
 for ((i = 0; i + 1 < ${#steps[@]}; i++)); do
 	ds=$(((step_starts[i + 1] - step_starts[i]) / 100000000))
 	printf '     %6s  %s\n' "$((ds / 10)).$((ds % 10))s" "${steps[i]:0:90}"
 done
-say "in all: $(now)"
+detail "in all: $(now)"

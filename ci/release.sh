@@ -43,8 +43,9 @@ set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$REPO"
 
-say() { printf 'release: %s\n' "$*"; }
-die() { printf 'release: %s\n' "$*" >&2; exit 1; }
+SAY_AS=release
+# shellcheck source=lib/say.sh
+source "$REPO/ci/lib/say.sh"
 
 tree_version=$(cat VERSION)
 VERSION=${VERSION:-$tree_version}

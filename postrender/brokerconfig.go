@@ -127,3 +127,27 @@ func (parametersOut) apply(mc *miniCluster) error {
 	}
 	return nil
 }
+
+// checkCustom checks a user's broker.toml against the final objects: its hosts must be the
+// Job's pod hostnames in index order (rank i is pod i) and its port the brokers' port.
+func (mc *miniCluster) checkCustom(cfg map[string]any, port int) error {
+	bs, _ := cfg["bootstrap"].(map[string]any)
+	if bs == nil {
+		return fmt.Errorf("it has no [bootstrap] table; list the brokers: hosts = [{ host = %q }]", mc.hostList())
+	}
+	if p, ok := bs["default_port"].(int64); ok && p != int64(port) {
+		return fmt.Errorf("default_port = %d but the brokers listen on %d; set default_port = %d", p, port, port)
+	}
+	got, err := expandHosts(bs, mc.params.MaxSize)
+	if err != nil {
+		return fmt.Errorf("hosts: %w; the pods are %s", err, mc.hostList())
+	}
+	same := len(got) == mc.params.MaxSize
+	for i := 0; same && i < len(got); i++ {
+		same = got[i] == fmt.Sprintf("%s-%d", mc.job.name, i)
+	}
+	if !same {
+		return fmt.Errorf("hosts lists %s, but the brokers are the pods %s in this order (rank i is pod i); set hosts = [{ host = %q }]", describeHosts(got), mc.hostList(), mc.hostList())
+	}
+	return nil
+}

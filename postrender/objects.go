@@ -1,6 +1,8 @@
 package postrender
 
 import (
+	"strings"
+
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
@@ -32,105 +34,47 @@ func (o *object) is(apiVersion, kind string) bool {
 	return o.apiVersion == apiVersion && o.kind == kind
 }
 
-// lookup returns the node at path, or nil when it is missing or the path crosses a non-mapping.
-func lookup(rn *yaml.RNode, path ...string) *yaml.RNode {
-	if rn == nil {
-		return nil
-	}
-	n := rn.YNode()
-	for _, field := range path {
-		n = mapValue(n, field)
-		if n == nil {
-			return nil
-		}
-	}
-	return yaml.NewRNode(n)
+// annotations returns the object's annotations (kyaml's getter panics on malformed metadata).
+func annotations(o *object) map[string]string {
+	return stringMap(o.node, "metadata", "annotations")
 }
 
-// mapValue returns the value of key in mapping n (following aliases), or nil.
-func mapValue(n *yaml.Node, key string) *yaml.Node {
-	if n != nil && n.Kind == yaml.AliasNode {
-		n = n.Alias
+// ref names an object for messages: namespace/name, or name alone when it has no namespace.
+func ref(o *object) string {
+	if o.namespace == "" {
+		return o.name
 	}
-	if n == nil || n.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			v := n.Content[i+1]
-			if v.Kind == yaml.AliasNode {
-				v = v.Alias
-			}
-			return v
+	return o.namespace + "/" + o.name
+}
+
+func find(objs []*object, apiVersion, kind, namespace, name string) *object {
+	for _, o := range objs {
+		if o.is(apiVersion, kind) && o.namespace == namespace && o.name == name {
+			return o
 		}
 	}
 	return nil
 }
 
-// scalar returns the scalar value at path, or "" when there is none.
-func scalar(rn *yaml.RNode, path ...string) string {
-	n := lookup(rn, path...)
-	if n == nil || n.YNode().Kind != yaml.ScalarNode {
-		return ""
-	}
-	return n.YNode().Value
-}
-
-// stringMap returns the mapping at path as a Go map of its scalar entries.
-func stringMap(rn *yaml.RNode, path ...string) map[string]string {
-	n := lookup(rn, path...)
-	if n == nil || n.YNode().Kind != yaml.MappingNode {
-		return nil
-	}
-	m := map[string]string{}
-	c := n.YNode().Content
-	for i := 0; i+1 < len(c); i += 2 {
-		if c[i+1].Kind == yaml.ScalarNode {
-			m[c[i].Value] = c[i+1].Value
+func serviceNames(objs []*object, namespace string) string {
+	var names []string
+	for _, o := range objs {
+		if o.is("v1", "Service") && o.namespace == namespace {
+			names = append(names, o.name)
 		}
 	}
-	return m
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }
 
-// elements returns the items of the sequence at path (nil when there is none).
-func elements(rn *yaml.RNode, path ...string) []*yaml.RNode {
-	n := lookup(rn, path...)
-	if n == nil || n.YNode().Kind != yaml.SequenceNode {
-		return nil
-	}
-	items := make([]*yaml.RNode, 0, len(n.YNode().Content))
-	for _, c := range n.YNode().Content {
-		items = append(items, yaml.NewRNode(c))
-	}
-	return items
-}
-
-// setScalar sets the existing scalar at path to value, keeping its style, or creates it with
-// the given style. It reports whether anything changed.
-func setScalar(rn *yaml.RNode, value string, style yaml.Style, path ...string) (bool, error) {
-	n := lookup(rn, path...)
-	if n != nil && n.YNode().Kind == yaml.ScalarNode {
-		if n.YNode().Value == value {
-			return false, nil
+// configMapVolume returns the name of the Job's pod volume that mounts ConfigMap name.
+func configMapVolume(job *object, name string) (string, bool) {
+	for _, v := range elements(job.node, "spec", "template", "spec", "volumes") {
+		if scalar(v, "configMap", "name") == name {
+			return scalar(v, "name"), true
 		}
-		n.YNode().Value = value
-		n.YNode().Tag = yaml.NodeTagString
-		if n.YNode().Style == 0 {
-			n.YNode().Style = style
-		}
-		return true, nil
 	}
-	parent, err := rn.Pipe(yaml.LookupCreate(yaml.MappingNode, path[:len(path)-1]...))
-	if err != nil {
-		return false, err
-	}
-	field := yaml.NewScalarRNode(value)
-	field.YNode().Tag = yaml.NodeTagString
-	field.YNode().Style = style
-	return true, parent.PipeE(yaml.SetField(path[len(path)-1], field))
-}
-
-// annotations returns the object's annotations (kyaml's getter panics on malformed metadata).
-func annotations(o *object) map[string]string {
-	return stringMap(o.node, "metadata", "annotations")
+	return "", false
 }

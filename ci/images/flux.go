@@ -79,7 +79,11 @@ func buildFlux(cfg Config, log io.Writer) ([]Written, error) {
 		fmt.Fprintln(log, "images: no --flux-dir (or MINICLUSTER_FLUX_DIR): skipping the flux, flux-view and app images (make flux builds Flux)")
 		return nil, nil
 	}
-	for _, f := range []string{fluxBaseTar, fluxSoftwareTar, fluxMPITar} {
+	needed := []string{fluxBaseTar, fluxSoftwareTar}
+	if cfg.wants(fluxMPITar) {
+		needed = append(needed, fluxMPITar)
+	}
+	for _, f := range needed {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			fmt.Fprintf(log, "images: %s: %v: skipping the flux, flux-view and app images (bash ci/flux/build.sh builds Flux)\n", dir, err)
 			return nil, nil
@@ -114,9 +118,12 @@ func buildFlux(cfg Config, log io.Writer) ([]Written, error) {
 	if pyver == "" {
 		return nil, fmt.Errorf("%s: no opt/views/._view/<hash>/lib/python3.*/site-packages in it", fluxSoftwareTar)
 	}
-	mpi, _, err := rootfsLayer(filepath.Join(dir, fluxMPITar), filepath.Join(tmp, "mpi.tar.gz"))
-	if err != nil {
-		return nil, err
+	// mpi.tar only when the mpi image is wanted: `--only` without it needs no MPI build.
+	var mpi v1.Layer
+	if cfg.wants(fluxMPITar) {
+		if mpi, _, err = rootfsLayer(filepath.Join(dir, fluxMPITar), filepath.Join(tmp, "mpi.tar.gz")); err != nil {
+			return nil, err
+		}
 	}
 	var written []Written
 	var failed []error

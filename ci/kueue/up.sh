@@ -14,7 +14,9 @@ CLUSTER_DIR=${CLUSTER_DIR:-$REPO/.cluster}
 source "$REPO/ci/cluster/lib.sh"
 DIR=$CLUSTER_DIR/kueue
 export KUBECONFIG=$CLUSTER_DIR/kubeconfig
-die() { printf 'kueue: %s\n' "$*" >&2; exit 1; }
+SAY_AS=kueue
+# shellcheck source=../lib/say.sh
+source "$REPO/ci/lib/say.sh"
 
 [[ -f $KUBECONFIG ]] || die "no cluster: $KUBECONFIG is missing; start one with 'make cluster-up' (or set CLUSTER_DIR)"
 KUBECTL=$CLUSTER_DIR/bin/kubectl

@@ -15,7 +15,9 @@ KWOK_MAX_PODS=${KWOK_MAX_PODS:-110}
 DIR=$CLUSTER_DIR/kwok
 KUBECONFIG=$CLUSTER_DIR/kubeconfig
 export KUBECONFIG
-die() { printf 'kwok: %s\n' "$*" >&2; exit 1; }
+SAY_AS=kwok
+# shellcheck source=../lib/say.sh
+source "$REPO/ci/lib/say.sh"
 
 [[ $KWOK_NODES =~ ^[0-9]+$ && $KWOK_NODES -ge 1 ]] || die "KWOK_NODES=$KWOK_NODES: give the number of simulated nodes, e.g. 10"
 [[ $KWOK_MAX_PODS =~ ^[0-9]+$ && $KWOK_MAX_PODS -ge 1 ]] || die "KWOK_MAX_PODS=$KWOK_MAX_PODS: give the pods each node holds, e.g. 110"

@@ -10,7 +10,9 @@ REGISTRY_DIR=${REGISTRY_DIR:-$CLUSTER_DIR/registry}
 PID_FILE=$REGISTRY_DIR/registry.pid
 ADDR_FILE=$REGISTRY_DIR/registry.addr
 
-say() { printf 'registry: %s\n' "$*"; }
+SAY_AS=registry
+# shellcheck source=../lib/say.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/say.sh"
 
 # alive PID: runs, is a docker-registry (not a recycled pid) and is not a zombie.
 alive() {

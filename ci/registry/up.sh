@@ -21,8 +21,9 @@ ADDR_FILE=$REGISTRY_DIR/registry.addr
 LOG_FILE=$REGISTRY_DIR/registry.log
 CONFIG=$REGISTRY_DIR/config.yml
 
-say() { printf 'registry: %s\n' "$*"; }
-die() { printf 'registry: %s\n' "$*" >&2; exit 1; }
+SAY_AS=registry
+# shellcheck source=../lib/say.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/say.sh"
 
 # ---- address: host:port, [v6]:port -------------------------------------------------------
 [[ $REGISTRY_ADDR =~ ^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]*):([0-9]{1,5})$ ]] ||

@@ -24,6 +24,8 @@ import (
 type Options struct {
 	Namespace, Release string
 	Poll               time.Duration // how often to look (default 1s)
+	// Workloads lists Kueue's Workloads of a namespace (KueueWorkloads); nil: not looked at.
+	Workloads func(ctx context.Context, ns string) ([]Workload, error)
 }
 
 func (o *Options) Validate() error {
@@ -81,7 +83,7 @@ func (e PullError) fix() string {
 		return "the reference is not a valid image name; set " + e.value() + " to registry/path:tag"
 	case e.Reason == "ErrImageNeverPull":
 		// Kubernetes 1.35+ says the same of an image loaded by hand whose image ID its kubelet pulled under another name.
-		return "imagePullPolicy is Never and the node does not have it, or has it loaded by hand but pulled the same image under another name (README, \"Images loaded by hand\"); load it onto the nodes or set the pull policy to IfNotPresent"
+		return "imagePullPolicy is Never and the node does not have it, or has it loaded by hand but pulled the same image under another name (docs/images.md, \"Images loaded by hand\"); load it onto the nodes or set the pull policy to IfNotPresent"
 	case has("unauthorized", "denied", "forbidden", "401", "403", "authentication required"):
 		return "the registry refuses the credentials; give imagePullSecrets a Secret that can read it (kubectl create secret docker-registry NAME --docker-server=... --docker-username=... --docker-password=...)"
 	case has("not found", "manifest unknown", "name unknown", "404"):
@@ -103,16 +105,19 @@ func Release(ctx context.Context, client kubernetes.Interface, opts Options, log
 	if poll <= 0 {
 		poll = time.Second
 	}
-	release := "app.kubernetes.io/instance=" + opts.Release
+	selector := "app.kubernetes.io/instance=" + opts.Release // the release's objects
 	pending, told, toldClaims := "nothing listed yet", "", ""
 	for {
-		st, err := look(ctx, client, opts.Namespace, release)
+		st, err := look(ctx, client, opts.Namespace, selector)
 		if err != nil {
 			return err
 		}
 		if st.done {
 			fmt.Fprintf(log, "wait: release %s/%s: %s\n", opts.Namespace, opts.Release, st.state)
 			return nil
+		}
+		if st, err = withCreateFailures(ctx, client, opts, selector, st); err != nil {
+			return err
 		}
 		if st.tell != "" && st.tell != told {
 			fmt.Fprintf(log, "wait: release %s/%s: %s\n", opts.Namespace, opts.Release, st.tell)
@@ -144,23 +149,24 @@ const QueueLabel = "kueue.x-k8s.io/queue-name"
 // shownPods is how many waiting pods a state names; a MiniCluster of 1,000 would give a page.
 const shownPods = 5
 
-// look reads the release's broker Job and pods once.
-func look(ctx context.Context, client kubernetes.Interface, ns, release string) (status, error) {
-	pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: release})
+// look reads the release's broker Job and pods once; selector is the label selector of the
+// release's objects.
+func look(ctx context.Context, client kubernetes.Interface, ns, selector string) (status, error) {
+	pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
-		return status{}, fmt.Errorf("listing the pods of %s in %s: %w", release, ns, err)
+		return status{}, fmt.Errorf("listing the pods of %s in %s: %w", selector, ns, err)
 	}
 	for _, p := range pods.Items {
 		if err := pullFailure(p); err != nil {
 			return status{}, err
 		}
 	}
-	jobs, err := client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: release + ",app.kubernetes.io/component=broker"})
+	jobs, err := client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: selector + ",app.kubernetes.io/component=broker"})
 	if err != nil {
-		return status{}, fmt.Errorf("listing the broker Job of %s in %s: %w", release, ns, err)
+		return status{}, fmt.Errorf("listing the broker Job of %s in %s: %w", selector, ns, err)
 	}
 	if len(jobs.Items) != 1 {
-		return status{state: fmt.Sprintf("%d broker Jobs with label %s", len(jobs.Items), release)}, nil
+		return status{state: fmt.Sprintf("%d broker Jobs with label %s", len(jobs.Items), selector)}, nil
 	}
 	job := jobs.Items[0]
 	for _, c := range job.Status.Conditions {

@@ -77,11 +77,7 @@ func TestWaitReportsPullFailures(t *testing.T) {
 			if !errors.As(err, &pe) {
 				t.Fatalf("want a PullError at once, got %v", err)
 			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("%q lacks %q", err, w)
-				}
-			}
+			errorSays(t, err, tc.want)
 		})
 	}
 }
@@ -244,5 +240,15 @@ func TestWaitSaysWhenKueueHoldsANewSize(t *testing.T) {
 	}
 	if n := strings.Count(log, want); n != 1 {
 		t.Errorf("the log says it %d times, want once:\n%s", n, log)
+	}
+}
+
+// errorSays fails t for each of want that err's message lacks.
+func errorSays(t *testing.T, err error, want []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%q lacks %q", err, w)
+		}
 	}
 }

@@ -86,8 +86,8 @@ func benchKwok(b *testing.B, size int) {
 		floor.patches/float64(runs), floor.patchesGone/float64(runs), chart.patches/float64(runs), chart.patchesGone/float64(runs))
 	units := []string{"install", "resize-half", "resize-full", "uninstall"}
 	for i, u := range units {
-		b.ReportMetric(mean(floor.list()[i]), "s/floor-"+u)
-		b.ReportMetric(mean(chart.list()[i]), "s/chart-"+u)
+		metric(b, mean(floor.list()[i]), "s/floor-"+u)
+		metric(b, mean(chart.list()[i]), "s/chart-"+u)
 	}
 }
 

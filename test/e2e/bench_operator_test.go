@@ -86,6 +86,40 @@ func BenchmarkOperator(b *testing.B) {
 	}
 	for _, size := range sizes {
 		fmt.Print(operatorTable(size, names, runs[size]))
+		recordOperator(b, size, names, runs[size])
+	}
+}
+
+// recordOperator records the medians of one size for the report, as BenchmarkOperator/size=N:
+// s/<side>-<step>, the floor as the side "floor".
+func recordOperator(b *testing.B, size int, sides []string, runs []opRun) {
+	name := fmt.Sprintf("%s/size=%d", b.Name(), size)
+	floors := map[string]func(opRun) time.Duration{
+		"ephemeral":        func(r opRun) time.Duration { return r.floor.completed },
+		"create-command":   func(r opRun) time.Duration { return r.floor.helmInstall },
+		"remove-completed": func(r opRun) time.Duration { return r.floor.deleted },
+		"remove-command":   func(r opRun) time.Duration { return r.floor.helmUninstall },
+		"interactive":      func(r opRun) time.Duration { return r.floor.running },
+		"resize":           func(r opRun) time.Duration { return r.floor.resize },
+		"resize-command":   func(r opRun) time.Duration { return r.floor.helmUpgrade },
+		"remove-running":   func(r opRun) time.Duration { return r.floor.deleted },
+	}
+	steps := map[string]func(sideTimes) time.Duration{
+		"ephemeral":        func(t sideTimes) time.Duration { return t.ephemeral },
+		"create-command":   func(t sideTimes) time.Duration { return t.createCmd },
+		"remove-completed": func(t sideTimes) time.Duration { return t.removeCompleted },
+		"remove-command":   func(t sideTimes) time.Duration { return t.removeCmd },
+		"interactive":      func(t sideTimes) time.Duration { return t.interactive },
+		"resize":           func(t sideTimes) time.Duration { return t.resize },
+		"resize-command":   func(t sideTimes) time.Duration { return t.resizeCmd },
+		"remove-running":   func(t sideTimes) time.Duration { return t.removeRunning },
+	}
+	for step, floor := range floors {
+		record(b, name, len(runs), median(runs, floor).Seconds(), "s/floor-"+step)
+		for _, side := range sides {
+			pick := steps[step]
+			record(b, name, len(runs), median(runs, func(r opRun) time.Duration { return pick(r.sides[side]) }).Seconds(), "s/"+side+"-"+step)
+		}
 	}
 }
 

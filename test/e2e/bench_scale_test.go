@@ -54,9 +54,9 @@ func BenchmarkTopology(b *testing.B) {
 				chart = chart.plus(scaleChart(b, size, topo))
 			}
 			n := float64(b.N)
-			b.ReportMetric(chart.up.Seconds()/n, "s/up")
-			b.ReportMetric(chart.launch.Seconds()/n, "s/launch")
-			b.ReportMetric(chart.resize.Seconds()/n, "s/resize")
+			metric(b, chart.up.Seconds()/n, "s/up")
+			metric(b, chart.launch.Seconds()/n, "s/launch")
+			metric(b, chart.resize.Seconds()/n, "s/resize")
 			fmt.Printf("topology %s at %d: up %.2f s, flux run -N %d %.2f s, resize %d->%d->%d %.2f s, uninstall %.2f s (mean of %d)\n",
 				topo, size, chart.up.Seconds()/n, size, chart.launch.Seconds()/n, size, size/2, size, chart.resize.Seconds()/n, chart.down.Seconds()/n, b.N)
 		})
@@ -89,13 +89,13 @@ func reportScale(b *testing.B, size int, floor, chart scaleTimes) {
 		}
 		return fmt.Sprintf("%s %.2f s (floor %.2f, +%.2f)", what, c.Seconds()/n, f.Seconds()/n, (c-f).Seconds()/n)
 	}
-	b.ReportMetric(chart.up.Seconds()/n, "s/up")
-	b.ReportMetric(floor.up.Seconds()/n, "s/up-floor")
-	b.ReportMetric(chart.launch.Seconds()/n, "s/launch")
-	b.ReportMetric(chart.resize.Seconds()/n, "s/resize")
-	b.ReportMetric(floor.resize.Seconds()/n, "s/resize-floor")
-	b.ReportMetric(chart.down.Seconds()/n, "s/down")
-	b.ReportMetric(floor.down.Seconds()/n, "s/down-floor")
+	metric(b, chart.up.Seconds()/n, "s/up")
+	metric(b, floor.up.Seconds()/n, "s/up-floor")
+	metric(b, chart.launch.Seconds()/n, "s/launch")
+	metric(b, chart.resize.Seconds()/n, "s/resize")
+	metric(b, floor.resize.Seconds()/n, "s/resize-floor")
+	metric(b, chart.down.Seconds()/n, "s/down")
+	metric(b, floor.down.Seconds()/n, "s/down-floor")
 	fmt.Printf("size %d: %s; %s; %s; %s (mean of %d)\n", size,
 		row("install -> all up", chart.up, floor.up), row(fmt.Sprintf("flux run -N %d", size), chart.launch, 0),
 		row(fmt.Sprintf("resize %d -> %d -> %d", size, size/2, size), chart.resize, floor.resize),

@@ -170,8 +170,8 @@ func reportUninstall(b *testing.B, size int, sides []string, times map[string][]
 	gone := func(r removal) time.Duration { return r.gone }
 	var line []string
 	for _, side := range sides {
-		b.ReportMetric(median(times[side], command).Seconds(), "s/command-"+side)
-		b.ReportMetric(median(times[side], gone).Seconds(), "s/gone-"+side)
+		metric(b, median(times[side], command).Seconds(), "s/command-"+side)
+		metric(b, median(times[side], gone).Seconds(), "s/gone-"+side)
 		var runs []string
 		for _, r := range times[side] {
 			runs = append(runs, fmt.Sprintf("%.2f/%.2f", r.command.Seconds(), r.gone.Seconds()))

@@ -36,7 +36,7 @@ func newNamespace(t testing.TB, prefix string) string {
 	t.Helper()
 	suffix := make([]byte, 3)
 	_, _ = rand.Read(suffix)
-	name := fmt.Sprintf("e2e-%s-%x", prefix, suffix)
+	name := fmt.Sprintf("%s-%s-%x", envOr("E2E_NAMESPACE_PREFIX", "e2e"), prefix, suffix)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"minicluster.dev/e2e": "true"}}}
 	if _, err := kube.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create namespace %s: %v", name, err)

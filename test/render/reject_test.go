@@ -1,6 +1,8 @@
 package render
 
 import (
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -18,6 +20,7 @@ import (
 // TestBadValuesAreRejected: every bad input fails the render (so nothing is created) with a
 // message that names the value and the fix.
 func TestBadValuesAreRejected(t *testing.T) {
+	var messages strings.Builder
 	for _, tc := range []struct {
 		name    string
 		opts    helmtest.Options
@@ -116,8 +119,11 @@ func TestBadValuesAreRejected(t *testing.T) {
 			for _, want := range tc.wantErr {
 				assert.Contains(t, err.Error(), want)
 			}
+			messages.WriteString("## " + tc.name + "\n" + err.Error() + "\n\n")
 		})
 	}
+	// Every message whole, as a user reads it: a change of wording shows in review.
+	checkGolden(t, filepath.Join("testdata", "rejected.golden.txt"), messages.String())
 }
 
 // liveRelease renders the chart at install and turns its Job and key object into the objects

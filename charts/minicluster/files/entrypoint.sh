@@ -12,6 +12,37 @@ set -eu
 log() { printf 'minicluster[%s]: %s\n' "${JOB_COMPLETION_INDEX:-?}" "$*" >&2; }
 die() { log "error: $*"; exit "${MINICLUSTER_EXIT_CANNOT_START:-78}"; }
 
+# logging.quiet (the Flux Operator's): the log holds the command's output and commands.post's
+# alone; errors that end the pod still show.
+if [ "${MINICLUSTER_QUIET:-false}" = true ]; then
+  log() { :; }
+  die() {
+    printf 'minicluster[%s]: error: %s\n' "${JOB_COMPLETION_INDEX:-?}" "$*" >&2
+    exit "${MINICLUSTER_EXIT_CANNOT_START:-78}"
+  }
+fi
+# commands.* (the operator's): user_command NAME SCRIPT [shown] runs SCRIPT with /bin/sh.
+# logging.quiet discards its output unless shown (post's is); a failure is logged and ignored,
+# or with logging.strict ends the pod with its status (the operator's `set -e`).
+user_command() {
+  [ -n "$2" ] || return 0
+  cmd_status=0
+  if [ "${MINICLUSTER_QUIET:-false}" = true ] && [ "${3:-}" != shown ]; then
+    /bin/sh -c "$2" > /dev/null 2>&1 3<&- 4<&- || cmd_status=$?
+  else
+    /bin/sh -c "$2" 3<&- 4<&- || cmd_status=$?
+  fi
+  if [ "$cmd_status" -ne 0 ]; then
+    if [ "${MINICLUSTER_STRICT:-false}" = true ]; then
+      printf 'minicluster[%s]: error: commands.%s failed with status %s (logging.strict)\n' "${JOB_COMPLETION_INDEX:-?}" "$1" "$cmd_status" >&2
+      exit "$cmd_status"
+    fi
+    log "commands.$1 failed with status $cmd_status (ignored: logging.strict is off)"
+  fi
+  return 0
+}
+user_command init "${MINICLUSTER_CMD_INIT:-}"
+
 index=${JOB_COMPLETION_INDEX:?this pod must belong to an indexed Job (JOB_COMPLETION_INDEX is unset)}
 config=/minicluster/config
 run=/minicluster/run
@@ -100,6 +131,14 @@ case $MINICLUSTER_COMMAND in
     ;;
 esac
 
+# commands.pre on every broker, then brokerPre on the lead or workerPre on the others.
+user_command pre "${MINICLUSTER_CMD_PRE:-}"
+if [ "$index" -eq 0 ]; then
+  user_command brokerPre "${MINICLUSTER_CMD_BROKER_PRE:-}"
+else
+  user_command workerPre "${MINICLUSTER_CMD_WORKER_PRE:-}"
+fi
+
 # Flux refuses a certificate that group or others can read: install a private copy, owned
 # by the user running Flux. Likewise the munge key.
 rm -f "$MINICLUSTER_CURVE_CERT"
@@ -140,6 +179,12 @@ if [ "$index" -eq 0 ] && [ -n "${MINICLUSTER_API_PORT:-}" ]; then
   ) 3<&- 4<&- &
 fi
 
+# logging.quiet: the brokers log emergencies alone; logging.debug (not quiet): everything.
+if [ "${MINICLUSTER_QUIET:-false}" = true ]; then
+  MINICLUSTER_LOG_LEVEL=0
+elif [ "${MINICLUSTER_DEBUG:-false}" = true ]; then
+  MINICLUSTER_LOG_LEVEL=7
+fi
 set -- --config-path="$config" -Srundir="$run/flux" -Slocal-uri="local://$run/flux/local" \
   -Sbroker.quorum="$size" -Stbon.connect_timeout="$MINICLUSTER_CONNECT_TIMEOUT" \
   -Slog-stderr-level="$MINICLUSTER_LOG_LEVEL" -Slog-stderr-mode=local
@@ -149,6 +194,10 @@ if [ "$index" -eq 0 ]; then
 fi
 if [ -n "$MINICLUSTER_TOPOLOGY" ]; then
   set -- "$@" -Stbon.topo="$MINICLUSTER_TOPOLOGY"
+fi
+# logging.zeromq: ZeroMQ's debug messages of the overlay network.
+if [ "${MINICLUSTER_ZEROMQ:-false}" = true ]; then
+  set -- "$@" -Stbon.zmqdebug=1
 fi
 if [ -n "$pmix_plugins" ] && [ "$pmix_plugins" != "$pluginpath" ]; then
   set -- "$@" -Sconf.shell_pluginpath="$pmix_plugins"
@@ -226,8 +275,53 @@ if [ "$fast_exit" = true ]; then
   # shellcheck disable=SC2016 # expanded by the wrapper's shell
   set -- "$@" /bin/sh -c '"$@"; status=$?; echo "$status" > "$0"; kill -KILL "$(flux getattr broker.pid)"; exit "$status"' "$command_status"
 fi
-if [ -z "$MINICLUSTER_COMMAND" ]; then
+# commands.prefix: words put before the initial program (a wrapper such as `strace -f`);
+# logging.timed: the initial program is timed and its wall time printed as the operator does.
+if [ -n "$MINICLUSTER_COMMAND" ] && [ "$index" -eq 0 ]; then
+  if [ "${MINICLUSTER_TIMED:-false}" = true ]; then
+    # shellcheck disable=SC2016 # expanded by the timing shell
+    set -- "$@" /bin/sh -c 'start=$(date +%s); "$@"; status=$?; t=$(($(date +%s) - start)); printf "FLUXTIME fluxsubmit wall time %d:%02d\n" $((t / 60)) $((t % 60)) >&2; exit $status' timed
+  fi
+  set -f
+  # shellcheck disable=SC2086 # words, as the operator splits them
+  set -- "$@" ${MINICLUSTER_COMMAND_PREFIX:-}
+  set +f
+fi
+# batch (the operator's): each line of the command is a job of one `flux batch` (batch.raw:
+# the lines are the batch script as they are), outputs in batch.outputDir/job-<line>.out.
+submit_verbose=
+if [ "${MINICLUSTER_DEBUG:-false}" = true ]; then submit_verbose=-vvv; fi
+if [ -n "$MINICLUSTER_COMMAND" ] && [ "$index" -eq 0 ] && [ -n "${MINICLUSTER_BATCH:-}" ]; then
+  outdir=${MINICLUSTER_BATCH_OUTPUT:-/tmp/fluxout}
+  mkdir -p "$outdir"
+  batch_script=$run/flux-job.batch
+  {
+    echo '#!/bin/sh'
+    line_index=0
+    printf '%s\n' "$MINICLUSTER_COMMAND" | while IFS= read -r line; do
+      if [ -n "$line" ]; then
+        if [ "$MINICLUSTER_BATCH" = raw ]; then
+          printf '%s\n' "$line"
+        else
+          printf 'flux submit --flags waitable --error=%s/job-%d.err --output=%s/job-%d.out %s\n' "$outdir" "$line_index" "$outdir" "$line_index" "$line"
+        fi
+      fi
+      line_index=$((line_index + 1))
+    done
+    if [ "$MINICLUSTER_BATCH" != raw ]; then printf 'flux queue idle\nflux jobs -a\n'; fi
+  } > "$batch_script"
+  chmod 0755 "$batch_script"
+  # The operator's node spec: -N size when tasks >= size or 0, -n tasks when tasks > 0.
+  if [ "$MINICLUSTER_TASKS" -eq 0 ]; then nodespec="-N $size"
+  elif [ "$MINICLUSTER_TASKS" -ge "$size" ]; then nodespec="-N $size -n $MINICLUSTER_TASKS"
+  else nodespec="-n $MINICLUSTER_TASKS"; fi
+  batch_run="flux batch $nodespec $submit_verbose --flags waitable $batch_script && flux job wait --all"
+  if [ "${MINICLUSTER_QUIET:-false}" = true ]; then batch_run="{ $batch_run; } > /dev/null 2>&1"; fi
+  set -- "$@" /bin/sh -c "$batch_run"
+elif [ -z "$MINICLUSTER_COMMAND" ]; then
   set -- "$@" -Sbroker.rc2_none=1
+elif [ "$MINICLUSTER_TASKS" -gt 0 ] && [ -n "$submit_verbose" ]; then
+  set -- "$@" flux submit "$submit_verbose" --quiet --watch -N "$size" -n "$MINICLUSTER_TASKS" /bin/sh -c "$MINICLUSTER_COMMAND"
 elif [ "$MINICLUSTER_TASKS" -gt 0 ]; then
   set -- "$@" flux submit --quiet --watch -N "$size" -n "$MINICLUSTER_TASKS" /bin/sh -c "$MINICLUSTER_COMMAND"
 else
@@ -345,7 +439,14 @@ while :; do
     else
       log "the command ended with status $status"
     fi
+    user_command post "${MINICLUSTER_CMD_POST:-}" shown
     exit "$status"
+  fi
+  # flux.completeWorkers (the operator's): a worker ends, successfully, once its broker exits.
+  if [ "$index" -ne 0 ] && [ "${MINICLUSTER_COMPLETE_WORKERS:-false}" = true ]; then
+    log "the broker exited with status $status: the worker is complete (flux.completeWorkers)"
+    user_command post "${MINICLUSTER_CMD_POST:-}" shown
+    exit 0
   fi
   if [ "$status" -eq 0 ]; then
     quick_failures=0
@@ -355,6 +456,7 @@ while :; do
     fi
     if [ "$MINICLUSTER_REJOIN" != true ]; then
       log "the instance ended"
+      user_command post "${MINICLUSTER_CMD_POST:-}" shown
       exit 0
     fi
     log "the instance ended: starting the broker again to rejoin the lead"

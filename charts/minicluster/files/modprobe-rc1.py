@@ -1,15 +1,15 @@
-# Loaded by `flux modprobe rc1` on every worker (the entrypoint appends its directory to
-# FLUX_MODPROBE_PATH_APPEND; a Flux without modprobe ignores it). Everything goes into the
-# broker's own rundir, so a Flux instance a job starts in the pod (which inherits the
-# environment) marks only its own.
-#   - "joined": the broker has joined its parent (rc1 runs only then). Until then a SIGTERM
+# Loaded by `flux modprobe rc1` on every broker, the lead too (the entrypoint appends its
+# directory to FLUX_MODPROBE_PATH_APPEND; a Flux without modprobe ignores it); the first two
+# marks are a worker's alone (ranks >0). Everything goes into the broker's own rundir, so a Flux
+# instance a job starts in the pod (which inherits the environment) marks only its own.
+#   - "joined": a worker has joined its parent (rc1 runs only then). Until then a SIGTERM
 #     is no use to it, and the entrypoint kills it instead.
 #   - A clean-up command, the first step of any stop (the lead's or its own SIGTERM), leaves
 #     "stopping": from then on the entrypoint keeps a SIGTERM to itself, because one that
 #     reaches the broker in rc3 aborts it and the broker then waits 10 s per loaded module.
 #   - "rc3-plan" (every broker, the lead too): the steps `flux modprobe rc3` would take there,
-#     for rc3.sh, which takes them without starting Python: on two cores, six workers' Python
-#     rc3s took 1.0-1.6 s each, of which 44 ms was removing modules. Written only where every
+#     for rc3.sh, which takes them without starting Python (Flux's Python rc3 spends most of its
+#     time starting Python, little removing modules). Written only where every
 #     step is known; otherwise rc3 runs as Flux ships it.
 import ast
 import os

@@ -72,8 +72,13 @@ spec:
   restartPolicy: Never
   enableServiceLinks: false
   serviceAccountName: {{ include "minicluster.broker.serviceAccountName" . }}
-  {{- if not .Values.serviceAccountName }}
+  {{- if not (kindIs "invalid" .Values.automountServiceAccountToken) }}
+  automountServiceAccountToken: {{ .Values.automountServiceAccountToken }}
+  {{- else if not .Values.serviceAccountName }}
   automountServiceAccountToken: false
+  {{- end }}
+  {{- if .Values.shareProcessNamespace }}
+  shareProcessNamespace: true
   {{- end }}
   {{- with .Values.imagePullSecrets }}
   imagePullSecrets:
@@ -209,6 +214,9 @@ spec:
           value: /minicluster/state/flux-content.tgz
         - name: MINICLUSTER_STATE_DUMP_TIMEOUT
           value: {{ int .Values.flux.state.dumpTimeoutSeconds | quote }}
+        {{- end }}
+        {{- with include "minicluster.operatorEnv" . }}
+        {{- . | nindent 8 }}
         {{- end }}
         {{- if .Values.api.enabled }}
         # api.enabled: the lead serves the Flux RESTful API on this port (entrypoint.sh).
@@ -460,4 +468,33 @@ spec:
     {{- with .Values.volumes }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
+{{- end -}}
+
+{{/* minicluster.operatorEnv is the broker container's environment for the settings of the Flux
+Operator's MiniCluster: logging, commands and batch (files/entrypoint.sh reads them). */}}
+{{- define "minicluster.operatorEnv" -}}
+{{- $l := .Values.logging -}}
+{{- $c := .Values.commands -}}
+{{- range $name, $env := dict "quiet" "MINICLUSTER_QUIET" "strict" "MINICLUSTER_STRICT" "debug" "MINICLUSTER_DEBUG" "zeromq" "MINICLUSTER_ZEROMQ" "timed" "MINICLUSTER_TIMED" }}
+{{- if index $l $name }}
+- name: {{ $env }}
+  value: "true"
+{{- end }}
+{{- end }}
+{{- range $name, $env := dict "init" "MINICLUSTER_CMD_INIT" "pre" "MINICLUSTER_CMD_PRE" "brokerPre" "MINICLUSTER_CMD_BROKER_PRE" "workerPre" "MINICLUSTER_CMD_WORKER_PRE" "post" "MINICLUSTER_CMD_POST" "prefix" "MINICLUSTER_COMMAND_PREFIX" }}
+{{- with index $c $name }}
+- name: {{ $env }}
+  value: {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- if .Values.flux.completeWorkers }}
+- name: MINICLUSTER_COMPLETE_WORKERS
+  value: "true"
+{{- end }}
+{{- if .Values.batch.enabled }}
+- name: MINICLUSTER_BATCH
+  value: {{ ternary "raw" "batch" .Values.batch.raw | quote }}
+- name: MINICLUSTER_BATCH_OUTPUT
+  value: {{ .Values.batch.outputDir | quote }}
+{{- end }}
 {{- end -}}

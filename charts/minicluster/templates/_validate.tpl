@@ -39,6 +39,7 @@
 {{- end -}}
 {{- end -}}
 {{- include "minicluster.validatePod" . -}}
+{{- include "minicluster.validateRestricted" . -}}
 {{- with .Values.queue.name -}}
 {{- if not (and (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" .) (le (len .) 63)) -}}
 {{- fail (printf "queue.name=%q is not a DNS label, so it cannot name a Kueue LocalQueue: use at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit (the name of a LocalQueue in namespace %s: kubectl get localqueues -n %s)" . $.Release.Namespace $.Release.Namespace) -}}

@@ -19,12 +19,16 @@ when the Job fails, and when a PersistentVolumeClaim the brokers mount (flux.sta
 storage class does not exist; a claim that stays Pending is said with why (the storage class's
 provisioner, the volume controller's events). A MiniCluster that Kueue queues (queue.name) has no
 pods until Kueue admits it: wait says so, names the LocalQueue, and keeps waiting, as it does for
-the new brokers of a resize the queue has no quota for yet. On --timeout it says what is still
-pending. Helm cannot say this itself:
+the new brokers of a resize the queue has no quota for yet; a Workload that asks for more than
+its ClusterQueue can ever hold (Kueue's ExceedsMaxQuota) exits 1 at once. When the Job cannot
+create its pods (its FailedCreate events) it exits 1 at once with the fix if the namespace's Pod
+Security level, a LimitRange, a ResourceQuota that wants limits, or an admission webhook or
+policy refuses them, and says so and waits when a ResourceQuota is full for now. On --timeout it
+says what is still pending. Helm cannot say this itself:
 Helm 3 does not wait for Jobs without --wait-for-jobs, and Helm 4 counts a started Job as ready.
 
 It lists pods, Jobs, PersistentVolumeClaims and events in the namespace (and reads storage
-classes when it may), and changes nothing.`
+classes and Kueue's Workloads when it may), and changes nothing.`
 
 func newWaitCmd(e env) *cobra.Command {
 	var o wait.Options
@@ -43,6 +47,9 @@ func newWaitCmd(e env) *cobra.Command {
 				o.Namespace = contextNamespace(api.kubeconfig)
 			}
 			return api.run(cmd, e, o.Validate, func(ctx context.Context, client kubernetes.Interface) error {
+				if rc := client.Discovery().RESTClient(); rc != nil {
+					o.Workloads = wait.KueueWorkloads(rc)
+				}
 				return wait.Release(ctx, client, o, e.stdout)
 			})
 		},

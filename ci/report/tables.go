@@ -1,0 +1,95 @@
+package main
+
+// The comparisons of the report, one table each (or one a size where a benchmark measures sizes
+// in one loop), with what each row is. The units are the benchmarks' own (b.ReportMetric).
+
+// spec is one comparison: the results of one benchmark (and its sub-benchmarks).
+type spec struct {
+	key   string // the name the report's template places it by
+	bench string // BenchmarkX: its results and those of BenchmarkX/...
+	// sides: each result is a table of its own, a column per side, the unit of a cell
+	// "s/<side>-<step>"; without sides, a column per result and the units as given.
+	sides []side
+	rows  []row
+	// run is how to measure it, said where there is no result.
+	run string
+	// median: the figures are medians of the runs, not means.
+	median bool
+}
+
+type side struct{ name, head string }
+
+type row struct{ label, unit string }
+
+var specs = []spec{
+	{key: "floors", bench: "BenchmarkMiniCluster", run: "go test -tags e2e -run '^$' -bench MiniCluster -benchtime 3x ./test/e2e/", rows: []row{
+		{"floor: a bare indexed Job of 6 and its headless Service → every pod running and listed", "s/floor"},
+		{"`helm install` returns", "s/helm-install-returned"},
+		{"ephemeral install (`flux run -N 6 hostname`) → lead Succeeded", "s/ephemeral-install-to-lead-succeeded"},
+		{"interactive install → Flux counts 6 brokers online", "s/interactive-install-to-all-up"},
+		{"resize 2 → 4 → both new brokers online", "s/resize-2-to-4-up"},
+		{"floor: the bare Job deleted → its pods gone", "s/floor-uninstall"},
+		{"uninstall of a running MiniCluster → its brokers gone", "s/uninstall-running-to-brokers-gone"},
+		{"uninstall of a running MiniCluster → nothing left", "s/uninstall-running-to-nothing-left"},
+	}},
+	{key: "uninstall", bench: "BenchmarkUninstall", median: true, run: "go test -tags e2e -run '^$' -bench Uninstall -benchtime 3x ./test/e2e/", rows: []row{
+		{"chart: `helm uninstall` returns", "s/command-chart"},
+		{"chart: → nothing left", "s/gone-chart"},
+		{"the chart's objects without Flux: `helm uninstall` returns", "s/command-objects"},
+		{"the chart's objects without Flux: → nothing left", "s/gone-objects"},
+		{"bare Job: delete returns", "s/command-job"},
+		{"bare Job: → nothing left", "s/gone-job"},
+	}},
+	{key: "operator", bench: "BenchmarkOperator", median: true, run: "bash ci/operator/build.sh && go test -tags e2e -run '^$' -bench Operator -benchtime 3x ./test/e2e/",
+		sides: []side{{"floor", "floor"}, {"operator", "Flux Operator"}, {"chart", "chart"}, {"chart-copy", "chart, view copied"}},
+		rows: []row{
+			{"ephemeral create → lead Succeeded", "ephemeral"},
+			{"the create command (`helm install`, `kubectl apply`)", "create-command"},
+			{"completed one removed → nothing left", "remove-completed"},
+			{"the remove command (`helm uninstall`, `kubectl delete`)", "remove-command"},
+			{"interactive create → all up in Flux", "interactive"},
+			{"resize half → full → the new brokers up in Flux", "resize"},
+			{"the resize command (`helm upgrade`, `kubectl patch`)", "resize-command"},
+			{"running one removed → nothing left", "remove-running"},
+		}},
+	{key: "scale", bench: "BenchmarkScale", run: "BENCH_SIZES=6,16,32,64 go test -tags e2e -run '^$' -bench Scale -benchtime 1x ./test/e2e/", rows: []row{
+		{"install → Flux counts every broker up", "s/up"},
+		{"floor: bare Job → all running and listed", "s/up-floor"},
+		{"`flux run -N size hostname`", "s/launch"},
+		{"resize to half and back → every broker up", "s/resize"},
+		{"floor: the Job patched to half and back", "s/resize-floor"},
+		{"uninstall → nothing left", "s/down"},
+		{"floor: the Job deleted → no pod left", "s/down-floor"},
+	}},
+	{key: "topology", bench: "BenchmarkTopology", run: "go test -tags e2e -run '^$' -bench Topology -benchtime 1x ./test/e2e/", rows: []row{
+		{"install → Flux counts 64 brokers up", "s/up"},
+		{"`flux run -N 64 hostname`", "s/launch"},
+		{"resize to half and back → every broker up", "s/resize"},
+	}},
+	{key: "kwok", bench: "BenchmarkKwok", run: "make kwok-up && go test -tags e2e -run '^$' -bench Kwok -benchtime 3x ./test/e2e/",
+		sides: []side{{"floor", "floor"}, {"chart", "chart"}},
+		rows: []row{
+			{"install → all running and listed", "install"},
+			{"resize to half → exactly half running and listed", "resize-half"},
+			{"resize back to full", "resize-full"},
+			{"uninstall → nothing left", "uninstall"},
+		}},
+	{key: "hpc", bench: "BenchmarkHPC", run: "go test -tags e2e -run '^$' -bench HPC -benchtime 3x ./test/e2e/", rows: []row{
+		{"floor: an indexed Job of 4 pods that exit at once, create → Complete", "s/floor-complete-4"},
+		{"LAMMPS (`values/lammps.yaml`, 4 brokers, 4 ranks): `helm install` → Job Complete", "s/lammps-install-to-complete"},
+		{"of which LAMMPS's own loop", "s/lammps-loop"},
+		{"`flux run -N 4 -n 8 true` in a running MiniCluster of 4", "s/flux-run-8-true"},
+		{"`flux run -N 4 -n 8 mpi-hello-mpich` (Flux's PMI)", "s/flux-run-8-mpich-hello"},
+		{"`flux run -N 4 -n 8 -o pmi=pmix mpi-hello-openmpi` (flux-pmix)", "s/flux-run-8-openmpi-hello"},
+		{"interactive install → 6 up, Fluxion", "s/fluxion-install-to-6-up"},
+		{"interactive install → 6 up, sched-simple", "s/simple-install-to-6-up"},
+		{"the lead's rc1, Fluxion", "s/fluxion-lead-rc1"},
+		{"the lead's rc1, sched-simple", "s/simple-lead-rc1"},
+	}},
+	{key: "kueue", bench: "BenchmarkKueue", run: "make kueue-up && go test -tags e2e -run '^$' -bench Kueue -benchtime 3x ./test/e2e/", rows: []row{
+		{"floor (two bare Jobs of 6): Kueue admits the next", "s/floor-admit"},
+		{"floor: the next one's pod 0 started", "s/floor-next-started"},
+		{"MiniClusters of 6: Kueue admits the next", "s/minicluster-admit"},
+		{"MiniClusters of 6: the next one's lead runs its command", "s/minicluster-next-running"},
+	}},
+}

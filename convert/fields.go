@@ -1,0 +1,193 @@
+package convert
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Status says what becomes of a MiniCluster field.
+type Status string
+
+const (
+	// Mapped: the field becomes the chart values in Field.Values.
+	Mapped Status = "mapped"
+	// Same: the chart does what the field asks without a value (Field.Why says why).
+	Same Status = "same"
+	// Refused: a MiniCluster that sets the field is not converted (Field.Why says what to do).
+	Refused Status = "refused"
+)
+
+// Field is one field of the v1alpha2 MiniClusterSpec (or a whole subtree of it) and what the
+// converter makes of it. Paths name list items with [] and map values with {}.
+type Field struct {
+	Path   string
+	Status Status
+	Values string // Mapped: the chart values it sets
+	Why    string // Same and Refused: the reason, and for Refused what to do instead
+	// Default is the operator's own default: a Refused field set to it is accepted.
+	Default string
+}
+
+// containers[] fields apply to the container that runs Flux (the only one, or the one with
+// runFlux) and to the others, which become sidecars.
+var Fields = []Field{
+	{Path: "spec.size", Status: Mapped, Values: "size"},
+	{Path: "spec.maxSize", Status: Mapped, Values: "maxSize"},
+	{Path: "spec.tasks", Status: Mapped, Values: "tasks (or the command)", Why: "1 (the operator's default) runs the command once: tasks 0; tasks >= size: tasks; 0: tasks = size; between: the command becomes `flux submit -n TASKS --quiet --watch COMMAND`"},
+	{Path: "spec.interactive", Status: Mapped, Values: "command (empty)"},
+	{Path: "spec.deadlineSeconds", Status: Mapped, Values: "job.activeDeadlineSeconds", Default: "31500000"},
+	{Path: "spec.backoffLimit", Status: Mapped, Values: "job.backoffLimit"},
+	{Path: "spec.cleanup", Status: Mapped, Values: "job.ttlSecondsAfterFinished (0)"},
+	{Path: "spec.minSize", Status: Refused, Why: "the chart starts Flux once all `size` brokers are up (broker.quorum = size); set size to the number of brokers to wait for"},
+	{Path: "spec.network.headlessName", Status: Refused, Why: "the chart names the headless Service after the release; drop it (brokers are <release>-<i>.<release>)"},
+	{Path: "spec.network.disableAffinity", Status: Same, Why: "the chart's default spread of brokers over nodes is soft (ScheduleAnyway): brokers share nodes when they must"},
+	{Path: "spec.jobLabels", Status: Mapped, Values: "jobLabels"},
+	{Path: "spec.shareProcessNamespace", Status: Mapped, Values: "shareProcessNamespace"},
+	{Path: "spec.archive.path", Status: Refused, Why: "use flux.state.enabled with a claim (flux.state.existingClaim): the lead restores and dumps Flux's content there"},
+	{Path: "spec.logging.quiet", Status: Mapped, Values: "logging.quiet"},
+	{Path: "spec.logging.strict", Status: Mapped, Values: "logging.strict"},
+	{Path: "spec.logging.debug", Status: Mapped, Values: "logging.debug"},
+	{Path: "spec.logging.zeromq", Status: Mapped, Values: "logging.zeromq"},
+	{Path: "spec.logging.timed", Status: Mapped, Values: "logging.timed"},
+
+	{Path: "spec.flux.container.image", Status: Mapped, Values: "flux.view.image"},
+	{Path: "spec.flux.container.disable", Status: Mapped, Values: "flux.view.enabled (false)"},
+	{Path: "spec.flux.container.mountPath", Status: Mapped, Values: "flux.view.mountPath", Default: "/mnt/flux"},
+	{Path: "spec.flux.container.pullAlways", Status: Mapped, Values: "flux.view.imagePullPolicy (Always)"},
+	{Path: "spec.flux.container.imagePullSecret", Status: Mapped, Values: "imagePullSecrets"},
+	{Path: "spec.flux.container.name", Status: Refused, Default: "flux-view", Why: "the chart names the view's container flux-view; drop it"},
+	{Path: "spec.flux.container.workingDir", Status: Refused, Why: "the view's container only copies Flux; drop it"},
+	{Path: "spec.flux.container.pythonPath", Status: Refused, Why: "the chart runs Flux with the view's own Python; set PYTHONPATH in the container's environment if you need more"},
+	{Path: "spec.flux.container.resources", Status: Refused, Why: "the chart gives the view's container no resources of its own; drop it"},
+	{Path: "spec.flux.container.securityContext", Status: Refused, Why: "the view's container runs with the application container's securityContext; set it there"},
+	{Path: "spec.flux.arch", Status: Same, Why: "the chart downloads nothing at run time: the images' architecture is the node's"},
+	{Path: "spec.flux.submitCommand", Status: Mapped, Values: "command", Why: "the command becomes the operator's own submit line with SUBMITCOMMAND in place of flux submit (tasks 0)"},
+	{Path: "spec.flux.wrap", Status: Refused, Why: "not in the chart; drop it"},
+	{Path: "spec.flux.connectTimeout", Status: Mapped, Values: "flux.connectTimeout"},
+	{Path: "spec.flux.optionFlags", Status: Mapped, Values: "command", Why: "the command becomes the operator's own submit line, `flux submit NODES OPTIONFLAGS --quiet --watch COMMAND` (tasks 0)"},
+	{Path: "spec.flux.minimalService", Status: Refused, Why: "not in the chart; drop it (every broker gets a DNS name)"},
+	{Path: "spec.flux.disableSocket", Status: Same, Why: "the chart always pins each broker's socket at /minicluster/run/flux/local (FLUX_URI)"},
+	{Path: "spec.flux.noWaitSocket", Status: Same, Why: "only the operator's wrapped sidecars wait for the socket; the chart's sidecars run as given"},
+	{Path: "spec.flux.topology", Status: Mapped, Values: "flux.topology"},
+	{Path: "spec.flux.completeWorkers", Status: Mapped, Values: "flux.completeWorkers"},
+	{Path: "spec.flux.logLevel", Status: Mapped, Values: "flux.logLevel"},
+	{Path: "spec.flux.curveCert", Status: Refused, Why: "put the certificate in a Secret (key curve.cert) and set curve.existingSecret"},
+	{Path: "spec.flux.scheduler.simple", Status: Mapped, Values: "flux.scheduler (simple)"},
+	{Path: "spec.flux.scheduler.queuePolicy", Status: Mapped, Values: "flux.queuePolicy"},
+	{Path: "spec.flux.mungeSecret", Status: Refused, Why: "set munge.enabled: the chart makes the munge key"},
+	{Path: "spec.flux.bursting", Status: Refused, Why: "bursting to other clusters needs brokers outside this cluster, which the chart does not manage; run one MiniCluster per cluster"},
+	{Path: "spec.flux.brokerConfig", Status: Refused, Why: "the operator's broker.toml names its own paths and Service; use flux.brokerOptions for broker attributes (-Skey=value), or flux.brokerConfig with the chart's paths (see `helm template`)"},
+	{Path: "spec.flux.environment", Status: Mapped, Values: "env"},
+
+	{Path: "spec.pod.annotations", Status: Mapped, Values: "podAnnotations"},
+	{Path: "spec.pod.labels", Status: Mapped, Values: "podLabels"},
+	{Path: "spec.pod.restartPolicy", Status: Refused, Why: "the chart's brokers restart inside the pod and the Job replaces failed pods (restartPolicy Never); drop it"},
+	{Path: "spec.pod.serviceAccountName", Status: Mapped, Values: "serviceAccountName"},
+	{Path: "spec.pod.runtimeClassName", Status: Mapped, Values: "runtimeClassName"},
+	{Path: "spec.pod.automountServiceAccountToken", Status: Mapped, Values: "automountServiceAccountToken", Why: "the operator sets it on every pod, false unless given: false is written when serviceAccountName is set (the chart's own account gets no token anyway)"},
+	{Path: "spec.pod.schedulerName", Status: Mapped, Values: "schedulerName"},
+	{Path: "spec.pod.nodeSelector", Status: Mapped, Values: "nodeSelector"},
+	{Path: "spec.pod.nodeAffinity", Status: Mapped, Values: "affinity.nodeAffinity (required, In)"},
+	{Path: "spec.pod.tolerations[].key", Status: Mapped, Values: "tolerations[].key"},
+	{Path: "spec.pod.tolerations[].effect", Status: Mapped, Values: "tolerations[].effect"},
+	{Path: "spec.pod.tolerations[].operator", Status: Mapped, Values: "tolerations[].operator"},
+	{Path: "spec.pod.tolerations[].value", Status: Mapped, Values: "tolerations[].value"},
+	{Path: "spec.pod.dnsPolicy", Status: Mapped, Values: "dnsPolicy"},
+	{Path: "spec.pod.hostIPC", Status: Mapped, Values: "hostIPC"},
+	{Path: "spec.pod.hostPID", Status: Mapped, Values: "hostPID"},
+	{Path: "spec.pod.resources", Status: Refused, Why: "pod-level resources are not in the chart; give the container's resources (containers[].resources)"},
+	{Path: "spec.pod.securityContext", Status: Mapped, Values: "podSecurityContext"},
+
+	{Path: "spec.containers[].image", Status: Mapped, Values: "image; sidecars[].image"},
+	{Path: "spec.containers[].name", Status: Mapped, Values: "sidecars[].name (the Flux container is always flux)"},
+	{Path: "spec.containers[].command", Status: Mapped, Values: "command"},
+	{Path: "spec.containers[].workingDir", Status: Mapped, Values: "workingDir; sidecars[].workingDir"},
+	{Path: "spec.containers[].pullAlways", Status: Mapped, Values: "imagePullPolicy (Always); sidecars[].imagePullPolicy"},
+	{Path: "spec.containers[].imagePullPolicy", Status: Mapped, Values: "imagePullPolicy; sidecars[].imagePullPolicy"},
+	{Path: "spec.containers[].imagePullSecret", Status: Mapped, Values: "imagePullSecrets"},
+	{Path: "spec.containers[].ports", Status: Mapped, Values: "sidecars[].ports (the Flux container's are informational: same pod network)"},
+	{Path: "spec.containers[].environment", Status: Mapped, Values: "env; sidecars[].env"},
+	{Path: "spec.containers[].secrets{}.name", Status: Mapped, Values: "env[].valueFrom.secretKeyRef.name"},
+	{Path: "spec.containers[].secrets{}.key", Status: Mapped, Values: "env[].valueFrom.secretKeyRef.key"},
+	{Path: "spec.containers[].runFlux", Status: Mapped, Values: "which container becomes the chart's (the others become sidecars)"},
+	{Path: "spec.containers[].noWrapEntrypoint", Status: Mapped, Values: "sidecars[] (run as the image gives them)"},
+	{Path: "spec.containers[].resources", Status: Mapped, Values: "resources; sidecars[].resources"},
+	{Path: "spec.containers[].securityContext", Status: Mapped, Values: "securityContext; sidecars[].securityContext"},
+	{Path: "spec.containers[].launcher", Status: Mapped, Values: "tasks (0: the command is the instance's initial program, as the operator gives a launcher to flux start)"},
+	{Path: "spec.containers[].batch", Status: Mapped, Values: "batch.enabled; tasks (the operator's, for the batch's allocation)"},
+	{Path: "spec.containers[].batchRaw", Status: Mapped, Values: "batch.raw"},
+	{Path: "spec.containers[].logs", Status: Mapped, Values: "batch.outputDir"},
+	{Path: "spec.containers[].lifeCycle.postStartExec", Status: Refused, Why: "not in the chart; run it at the start of the command"},
+	{Path: "spec.containers[].lifeCycle.preStopExec", Status: Refused, Why: "not in the chart; drop it"},
+	{Path: "spec.containers[].commands.prefix", Status: Mapped, Values: "commands.prefix"},
+	{Path: "spec.containers[].commands.script", Status: Mapped, Values: "command (the script, when there is no command)"},
+	{Path: "spec.containers[].commands.init", Status: Mapped, Values: "commands.init"},
+	{Path: "spec.containers[].commands.pre", Status: Mapped, Values: "commands.pre"},
+	{Path: "spec.containers[].commands.post", Status: Mapped, Values: "commands.post"},
+	{Path: "spec.containers[].commands.workerPre", Status: Mapped, Values: "commands.workerPre"},
+	{Path: "spec.containers[].commands.brokerPre", Status: Mapped, Values: "commands.brokerPre"},
+	{Path: "spec.containers[].commands.servicePre", Status: Refused, Why: "only the operator's wrapped sidecars run it; run it in the sidecar's command"},
+	{Path: "spec.containers[].volumes{}.path", Status: Mapped, Values: "volumeMounts[].mountPath (a volume with no source: an emptyDir)"},
+	{Path: "spec.containers[].volumes{}.readOnly", Status: Mapped, Values: "volumeMounts[].readOnly"},
+	{Path: "spec.containers[].volumes{}.claimName", Status: Mapped, Values: "volumes[].persistentVolumeClaim.claimName"},
+	{Path: "spec.containers[].volumes{}.hostPath", Status: Mapped, Values: "volumes[].hostPath (type Directory)"},
+	{Path: "spec.containers[].volumes{}.configMapName", Status: Mapped, Values: "volumes[].configMap.name"},
+	{Path: "spec.containers[].volumes{}.items", Status: Mapped, Values: "volumes[].configMap.items"},
+	{Path: "spec.containers[].volumes{}.secretName", Status: Mapped, Values: "volumes[].secret.secretName"},
+	{Path: "spec.containers[].volumes{}.emptyDir", Status: Mapped, Values: "volumes[].emptyDir mounted at /dev/shm, as the operator mounts it"},
+	{Path: "spec.containers[].volumes{}.emptyDirMedium", Status: Mapped, Values: "volumes[].emptyDir.medium (memory: Memory)"},
+	{Path: "spec.containers[].volumes{}.emptyDirSizeLimit", Status: Mapped, Values: "volumes[].emptyDir.sizeLimit"},
+	{Path: "spec.containers[].volumes{}.csiDriver", Status: Mapped, Values: "volumes[].csi.driver"},
+	{Path: "spec.containers[].volumes{}.csiDriverAttributes", Status: Mapped, Values: "volumes[].csi.volumeAttributes"},
+
+	{Path: "spec.services", Status: Refused, Why: "service pods are not in the chart; run the service as its own Deployment and Service, and reach it by its DNS name"},
+}
+
+// field finds the entry that covers path: the entry itself or the nearest enclosing one.
+func field(path string) (Field, bool) {
+	for p := path; p != ""; {
+		for _, f := range Fields {
+			if f.Path == p {
+				return f, true
+			}
+		}
+		i := strings.LastIndexAny(p, ".[{")
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	return Field{}, false
+}
+
+// WriteTable writes the field table as Markdown: every field, what it becomes or why nothing.
+func WriteTable(w io.Writer) error {
+	counts := map[Status]int{}
+	for _, f := range Fields {
+		counts[f.Status]++
+	}
+	if _, err := fmt.Fprintf(w, "%d fields: %d mapped to values, %d the same without a value, %d refused.\n\n| Field | Becomes | Why |\n|---|---|---|\n",
+		len(Fields), counts[Mapped], counts[Same], counts[Refused]); err != nil {
+		return err
+	}
+	for _, f := range Fields {
+		becomes := "—"
+		switch f.Status {
+		case Mapped:
+			becomes = "`" + strings.ReplaceAll(f.Values, "; ", "`, `") + "`"
+		case Same:
+			becomes = "(nothing needed)"
+		case Refused:
+			becomes = "refused"
+			if f.Default != "" {
+				becomes += " (accepted at " + f.Default + ")"
+			}
+		}
+		why := strings.ReplaceAll(f.Why, "|", `\|`)
+		if _, err := fmt.Fprintf(w, "| `%s` | %s | %s |\n", f.Path, becomes, why); err != nil {
+			return err
+		}
+	}
+	return nil
+}

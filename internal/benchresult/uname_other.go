@@ -1,0 +1,7 @@
+//go:build !linux
+
+package benchresult
+
+import "runtime"
+
+func kernel() string { return runtime.GOOS + " " + runtime.GOARCH }
