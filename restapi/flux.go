@@ -132,7 +132,7 @@ func (f *Flux) Job(ctx context.Context, id uint64) (map[string]any, error) {
 // ok is false then.
 func (f *Flux) Output(ctx context.Context, id uint64, follow bool, each func(string) error) (ok bool, err error) {
 	jobid := strconv.FormatUint(id, 10)
-	args := []string{"job", "eventlog", "--format=json", "--path=output"}
+	args := []string{"job", "eventlog", "--format=json", "--path=output", jobid}
 	if follow {
 		// Wait for the job to start (the output eventlog exists from then on). wait-event
 		// fails for a job that ended without starting: then there is no output.
@@ -142,9 +142,12 @@ func (f *Flux) Output(ctx context.Context, id uint64, follow bool, each func(str
 			}
 			return false, nil
 		}
-		args = append(args, "--follow")
+		// flux job eventlog --follow --path=output crashes in flux-core 0.88 (the output
+		// eventlog has no end event, and it compares event names with that NULL). wait-event
+		// --verbose prints every event until the one it waits for; waiting for one that never
+		// comes prints them all and ends, with "never received", when the output ends.
+		args = []string{"job", "wait-event", "--verbose", "--format=json", "--path=output", jobid, noSuchEvent}
 	}
-	args = append(args, jobid)
 	c := f.cmd(ctx, args...)
 	var stderr bytes.Buffer
 	c.Stderr = &stderr
@@ -180,6 +183,9 @@ func (f *Flux) Output(ctx context.Context, id uint64, follow bool, each func(str
 		return ok, cbErr
 	}
 	if err := c.Wait(); err != nil {
+		if follow && strings.Contains(stderr.String(), "'"+noSuchEvent+"' never received") {
+			return true, nil
+		}
 		ferr := fluxError(args, stderr.String(), err)
 		if errors.Is(ferr, ErrNotFound) {
 			return false, ferr
@@ -196,6 +202,9 @@ func (f *Flux) Output(ctx context.Context, id uint64, follow bool, each func(str
 	}
 	return true, nil
 }
+
+// noSuchEvent is an event name no eventlog holds (see Output).
+const noSuchEvent = "minicluster-api-end-of-output"
 
 // Cancel raises a cancel exception on the job, as flux cancel does.
 func (f *Flux) Cancel(ctx context.Context, id uint64) error {

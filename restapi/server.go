@@ -33,6 +33,10 @@ type Server struct {
 	Log *log.Logger
 	// Environ is the jobs' base environment (default: the server's, without its settings).
 	Environ []string
+	// MaxNodes is how many brokers the instance's resources hold (the chart's maxSize; 0:
+	// unknown). A job asking for more can never run and is refused; one asking for more than
+	// are up but at most this many waits for a resize, as Flux lets it.
+	MaxNodes int
 }
 
 //go:embed ui
@@ -178,13 +182,17 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 			bodyError(w, err)
 			return
 		}
-	} else if err := r.ParseForm(); err != nil {
+	} else if err := parseFormKeepingSemicolons(r, ctype); err != nil {
 		bodyError(w, err)
 		return
 	}
 	req, err := ParseSubmit(r.Form, body)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"Message": "Invalid submit request", "Errors": []string{err.Error()}})
+		return
+	}
+	if s.MaxNodes > 0 && req.NumNodes > s.MaxNodes {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"Message": "Invalid submit request", "Errors": []string{fmt.Sprintf("Unsatisfiable request: num_nodes %d is more than the %d brokers this MiniCluster can ever have (its maxSize)", req.NumNodes, s.MaxNodes)}})
 		return
 	}
 	argv, err := SplitCommand(req.Command)
@@ -421,4 +429,19 @@ func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
 			s.Log.Printf("flux shutdown: %v", err)
 		}
 	}()
+}
+
+// parseFormKeepingSemicolons is r.ParseForm for a query and a urlencoded body in which a ';' is
+// a character, not a separator: curl -d 'command=sleep 1; hostname' sends it unescaped, the
+// reference's server takes it as written, and Go's parser refuses it.
+func parseFormKeepingSemicolons(r *http.Request, ctype string) error {
+	r.URL.RawQuery = strings.ReplaceAll(r.URL.RawQuery, ";", "%3B")
+	if ctype == "application/x-www-form-urlencoded" {
+		raw, err := io.ReadAll(r.Body)
+		if err != nil {
+			return err
+		}
+		r.Body = io.NopCloser(strings.NewReader(strings.ReplaceAll(string(raw), ";", "%3B")))
+	}
+	return r.ParseForm()
 }

@@ -13,7 +13,7 @@ import (
 // testServer answers without Flux: its flux command does not exist, so any request that got
 // as far as Flux would fail with 500, not with the 400/401/404 asserted here.
 func testServer(t *testing.T) *httptest.Server {
-	s := &Server{Flux: &Flux{Command: "/nonexistent/flux"}, Auth: testAuth(time.Now()), Workdir: "/"}
+	s := &Server{Flux: &Flux{Command: "/nonexistent/flux"}, Auth: testAuth(time.Now()), Workdir: "/", MaxNodes: 4}
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
 	return ts
@@ -82,6 +82,10 @@ func TestBadInput(t *testing.T) {
 		"malformed cncl":  {"POST", "/v1/jobs/xyz/cancel", "", "", 404, "no job"},
 		"bad limit":       {"GET", "/v1/jobs?limit=ten", "", "", 400, "limit"},
 		"unknown route":   {"GET", "/v1/nope", "", "", 404, "no endpoint"},
+		"over maxSize":    {"POST", "/v1/jobs/submit", "application/x-www-form-urlencoded", `command=hostname&num_nodes=5`, 400, "Unsatisfiable"},
+		// A raw ';' is part of a value (curl -d 'command=a; b'): the form is read to its end.
+		"semicolon form":  {"POST", "/v1/jobs/submit", "application/x-www-form-urlencoded", `command=sleep 1; hostname&bogus=1`, 400, `field \"bogus\"`},
+		"semicolon query": {"POST", "/v1/jobs/submit?command=sleep%201;hostname&bogus=1", "", "", 400, `field \"bogus\"`},
 	} {
 		resp, out := do(t, ts, c.method, c.path, c.ctype, c.body, true)
 		text, _ := json.Marshal(out)

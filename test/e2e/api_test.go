@@ -439,6 +439,7 @@ print(json.dumps({"submit": sub, "info": info, "output": cli.output(jobid), "job
 			return ok && l.Name != lead || ok && l.UID != pods[0].UID, "still " + lead
 		})
 		waitFluxUp(t, ns, r.name, 4, 4, wiringTimeout)
+		// A port-forward is bound to the pod it started with: one to the new lead.
 		c = forwardAPI(t, r, 5000, "http")
 		eventually(t, 2*time.Minute, "the new lead's API runs a job", func() (bool, string) {
 			status, _, b := c.call("POST", "/v1/jobs/submit", "application/x-www-form-urlencoded", "command=hostname", true)
@@ -447,7 +448,7 @@ print(json.dumps({"submit": sub, "info": info, "output": cli.output(jobid), "job
 	})
 
 	t.Run("service stop", func(t *testing.T) {
-		c.t = t
+		c := forwardAPI(t, r, 5000, "http") // the one of "lead replaced" ended with it
 		p, _, _ := brokerPods(ns, r.name)
 		lead := p[0]
 		if status, _, b := c.call("POST", "/v1/service/stop", "", "", true); status != 200 {

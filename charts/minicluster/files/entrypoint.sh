@@ -168,7 +168,7 @@ flux R encode "$@" > "$MINICLUSTER_RESOURCE_PATH" ||
 # and outlasts the broker's restarts; a server that fails is started again.
 api_stopped=$run/api-stopped
 if [ "$index" -eq 0 ] && [ -n "${MINICLUSTER_API_PORT:-}" ]; then
-  set -- --listen=":$MINICLUSTER_API_PORT" --flux="$flux_cmd" --stop-marker="$api_stopped"
+  set -- --listen=":$MINICLUSTER_API_PORT" --flux="$flux_cmd" --stop-marker="$api_stopped" --hosts="$hosts"
   if [ -d /minicluster/api/credentials ]; then set -- "$@" --credentials=/minicluster/api/credentials; else set -- "$@" --no-auth; fi
   if [ -d /minicluster/api/tls ]; then set -- "$@" --tls-cert=/minicluster/api/tls/tls.crt --tls-key=/minicluster/api/tls/tls.key; fi
   (

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/minicluster/minicluster/internal/hostlist"
 	"github.com/minicluster/minicluster/restapi"
 )
 
@@ -28,6 +29,7 @@ type options struct {
 	workdir       string
 	stopMarker    string
 	tokenLifetime time.Duration
+	hosts         string
 }
 
 func newRootCmd() *cobra.Command {
@@ -58,6 +60,7 @@ there). A request without valid credentials gets 401.`,
 	f.StringVar(&o.flux, "flux", "flux", "the flux command")
 	f.StringVar(&o.workdir, "workdir", "", "a job's working directory when the request gives none (default: this program's)")
 	f.StringVar(&o.stopMarker, "stop-marker", "", "file written when /v1/service/stop stops Flux")
+	f.StringVar(&o.hosts, "hosts", "", "the hostlist of every broker the instance's resources hold (RFC 29, e.g. flux-sample-[0-15]): a job asking for more nodes is refused")
 	f.DurationVar(&o.tokenLifetime, "token-lifetime", 8*time.Hour, "how long an access token from /v1/token is valid")
 	return cmd
 }
@@ -71,6 +74,13 @@ func serve(ctx context.Context, o options) error {
 	}
 	logger := log.New(os.Stderr, "minicluster-api: ", 0)
 	s := &restapi.Server{Flux: &restapi.Flux{Command: o.flux}, Workdir: o.workdir, StopMarker: o.stopMarker, Log: logger}
+	if o.hosts != "" {
+		hosts, err := hostlist.Expand(o.hosts, 100000)
+		if err != nil {
+			return fmt.Errorf("--hosts %q: %w", o.hosts, err)
+		}
+		s.MaxNodes = len(hosts)
+	}
 	if s.Workdir == "" {
 		wd, err := os.Getwd()
 		if err != nil {
