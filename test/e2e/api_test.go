@@ -145,6 +145,27 @@ func (c *apiConn) waitJob(id string, within time.Duration) map[string]any {
 	return job
 }
 
+// runsHostname submits `hostname` on n nodes through the API and checks that it completes
+// and that its output names n different brokers of the release.
+func (c *apiConn) runsHostname(r *release, n int, curlArgs ...string) {
+	c.t.Helper()
+	out := c.curl(append(curlArgs, "-d", "command=hostname", "-d", fmt.Sprintf("num_nodes=%d", n), c.base+"/v1/jobs/submit")...)
+	id, _ := decode[map[string]any](c.t, []byte(out))["id"].(string)
+	if job := c.waitJob(id, 2*time.Minute); job["result"] != "COMPLETED" {
+		c.t.Fatalf("hostname on %d nodes through the API: %v", n, job)
+	}
+	lines := decode[struct{ Output []string }](c.t, []byte(c.curl(append(curlArgs, c.base+"/v1/jobs/"+url.PathEscape(id)+"/output")...))).Output
+	seen := map[string]bool{}
+	for _, l := range lines {
+		if h := strings.TrimSpace(l); strings.HasPrefix(h, r.name+"-") {
+			seen[h] = true
+		}
+	}
+	if len(seen) != n {
+		c.t.Errorf("hostname on %d nodes through the API printed %q", n, lines)
+	}
+}
+
 // refClient unpacks the reference's snapshot (../shared/flux-restful-api) and returns the
 // directory of its Python client.
 func refClient(t testing.TB) string {
@@ -485,8 +506,9 @@ func chromium(t *testing.T, args ...string) string {
 	return string(out)
 }
 
-// TestAPIHelm3TLS: Helm 3 installs the API with TLS from a Secret; its generated credentials
-// survive an upgrade; wrong credentials get 401; uninstall leaves nothing.
+// TestAPIHelm3TLS: Helm 3 installs the API with TLS from a Secret, on a MiniCluster with Flux in
+// the application image (no view); a job runs through it; its generated credentials survive an
+// upgrade; wrong credentials get 401; uninstall leaves nothing.
 func TestAPIHelm3TLS(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t, "api3")
@@ -500,7 +522,9 @@ func TestAPIHelm3TLS(t *testing.T) {
 	if out, err := exec.Command(kubectlPath(t), "--kubeconfig", kubeconfig, "create", "secret", "tls", "api-tls", "-n", ns, "--cert", crt, "--key", key).CombinedOutput(); err != nil {
 		t.Fatalf("kubectl create secret tls: %v\n%s", err, out)
 	}
-	r.install("--set", "size=1", "--set", "api.enabled=true", "--set", "api.tls.secretName=api-tls")
+	// Flux in the application image (no view): the server runs the image's flux.
+	r.install("--set", "size=1", "--set", "api.enabled=true", "--set", "api.tls.secretName=api-tls",
+		"--set", "flux.view.enabled=false,flux.scheduler=simple,image="+fluxImage)
 	up(t, r, 1, 16)
 	c := forwardAPI(t, r, 5000, "https")
 	pem, err := os.ReadFile(crt)
@@ -519,10 +543,7 @@ func TestAPIHelm3TLS(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode == 200, resp.Status
 	})
-	out := c.curl("--cacert", crt, "-d", "command=hostname", c.base+"/v1/jobs/submit")
-	if !strings.Contains(out, `"id":"ƒ`) {
-		t.Errorf("submit over TLS: %s", out)
-	}
+	c.runsHostname(r, 1, "--cacert", crt)
 	token := c.token
 	if _, err := r.upgrade("--set", "size=1"); err != nil {
 		t.Fatalf("upgrade: %v", err)
