@@ -12,13 +12,14 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/minicluster/minicluster/internal/hostlist"
 )
 
 // Flux runs Flux's command line against the lead broker. Each call is a short-lived flux
-// process; the C commands (flux job submit, eventlog, raise) start in milliseconds, the
-// Python ones (flux jobs, resource, shutdown) in a few hundred.
+// process; the C commands (flux job submit, list, eventlog, raise) start in milliseconds, the
+// Python ones (flux resource, shutdown) in a few hundred.
 type Flux struct {
 	// Command is the flux program (default "flux", from PATH).
 	Command string
@@ -66,8 +67,9 @@ func (f *Flux) run(ctx context.Context, stdin []byte, args ...string) ([]byte, e
 	return stdout.Bytes(), nil
 }
 
-// unknownJobID is how flux jobs names an id it does not know: "JobID 1099511627776 unknown".
-var unknownJobID = regexp.MustCompile(`jobid \S+ unknown`)
+// unknownJobID is how flux commands name an id they do not know: "JobID 1099511627776
+// unknown" (flux jobs), "job 1099511627776 not found" (flux job eventlog).
+var unknownJobID = regexp.MustCompile(`jobid \S+ unknown|^job \S+ not found`)
 
 // fluxError turns what a failed flux command wrote into an error: an unknown job becomes
 // ErrNotFound; anything else keeps Flux's own words, without the program's prefix.
@@ -76,7 +78,7 @@ func fluxError(args []string, stderr string, err error) error {
 	if msg == "" {
 		msg = fmt.Sprintf("flux %s: %v", strings.Join(args, " "), err)
 	}
-	lower := strings.ToLower(msg)
+	lower := strings.ToLower(strings.TrimPrefix(msg, "flux-job: "))
 	if strings.Contains(lower, "unknown job") || strings.Contains(lower, "no such job") || unknownJobID.MatchString(lower) {
 		return fmt.Errorf("%w: %s", ErrNotFound, msg)
 	}
@@ -95,9 +97,10 @@ func (f *Flux) Submit(ctx context.Context, jobspec []byte) (uint64, error) {
 	return ParseJobID(strings.TrimSpace(string(out)))
 }
 
-// Jobs lists jobs, newest first, as flux jobs --json describes them (at most limit; 0: all).
+// Jobs lists jobs as flux jobs --json describes them (at most limit; 0: all): active ones
+// first, then the inactive, most recent first, as job-list orders them.
 func (f *Flux) Jobs(ctx context.Context, limit int) ([]map[string]any, error) {
-	args := []string{"jobs", "--json", "-a"}
+	args := []string{"job", "list", "--all-user"}
 	if limit > 0 {
 		args = append(args, "--count="+strconv.Itoa(limit))
 	}
@@ -105,26 +108,44 @@ func (f *Flux) Jobs(ctx context.Context, limit int) ([]map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var list struct {
-		Jobs []map[string]any `json:"jobs"`
+	jobs := []map[string]any{}
+	now := time.Now()
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		var raw map[string]any
+		if err := json.Unmarshal([]byte(line), &raw); err != nil {
+			return nil, fmt.Errorf("reading flux job list: %w", err)
+		}
+		jobs = append(jobs, jobInfo(raw, now))
 	}
-	if err := json.Unmarshal(out, &list); err != nil {
-		return nil, fmt.Errorf("reading flux jobs --json: %w", err)
-	}
-	return list.Jobs, nil
+	return jobs, nil
 }
 
-// Job is one job as flux jobs --json describes it.
+// Job is one job as flux jobs --json describes it. job-list answers for a job it has not
+// heard of yet as soon as it has (a job just submitted), and with ENOENT for no such job.
 func (f *Flux) Job(ctx context.Context, id uint64) (map[string]any, error) {
-	out, err := f.run(ctx, nil, "jobs", "--json", strconv.FormatUint(id, 10))
+	out, err := f.run(ctx, nil, "job", "list-ids", strconv.FormatUint(id, 10))
 	if err != nil {
+		var fe *FluxError
+		if errors.As(err, &fe) && strings.Contains(fe.Msg, "No such file or directory") {
+			return nil, fmt.Errorf("%w: %d", ErrNotFound, id)
+		}
 		return nil, err
 	}
-	var job map[string]any
-	if err := json.Unmarshal(out, &job); err != nil {
-		return nil, fmt.Errorf("reading flux jobs --json: %w", err)
+	var raw map[string]any
+	if err := json.Unmarshal(out, &raw); err != nil {
+		return nil, fmt.Errorf("reading flux job list-ids: %w", err)
 	}
-	return job, nil
+	return jobInfo(raw, time.Now()), nil
+}
+
+// Exists says whether the job exists, from its eventlog in the KVS (which a submit has
+// written before it returns).
+func (f *Flux) Exists(ctx context.Context, id uint64) error {
+	_, err := f.run(ctx, nil, "job", "eventlog", strconv.FormatUint(id, 10))
+	return err
 }
 
 // Output calls each for the job's output (stdout and stderr, as they were written), following
@@ -192,7 +213,7 @@ func (f *Flux) Output(ctx context.Context, id uint64, follow bool, each func(str
 		}
 		if e := strings.ToLower(stderr.String()); strings.Contains(e, "no such file") || strings.Contains(e, "not found") {
 			// No output eventlog ("eventlog path guest.output not found"): either the job has
-			// not started yet or there is no such job, which flux jobs tells apart.
+			// not started yet or there is no such job, which job-list tells apart.
 			if _, jerr := f.Job(ctx, id); jerr != nil {
 				return false, jerr
 			}

@@ -361,7 +361,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if _, err := s.Flux.Job(r.Context(), id); err != nil {
+	if err := s.Flux.Exists(r.Context(), id); err != nil {
 		fluxFailed(w, "cannot read the job", err)
 		return
 	}
