@@ -163,6 +163,22 @@ if [ "$gpus" -gt 0 ]; then set -- "$@" --gpus="$(ids "$gpus")"; fi
 flux R encode "$@" > "$MINICLUSTER_RESOURCE_PATH" ||
   die "flux R encode $* failed: Flux cannot run in this image (see above)"
 
+# api.enabled: the lead serves the Flux RESTful API beside its broker, through the flux the
+# broker runs (the keys container copied the server here). It lives as long as this container
+# and outlasts the broker's restarts; a server that fails is started again.
+api_stopped=$run/api-stopped
+if [ "$index" -eq 0 ] && [ -n "${MINICLUSTER_API_PORT:-}" ]; then
+  set -- --listen=":$MINICLUSTER_API_PORT" --flux="$flux_cmd" --stop-marker="$api_stopped" --hosts="$hosts"
+  if [ -d /minicluster/api/credentials ]; then set -- "$@" --credentials=/minicluster/api/credentials; else set -- "$@" --no-auth; fi
+  if [ -d /minicluster/api/tls ]; then set -- "$@" --tls-cert=/minicluster/api/tls/tls.crt --tls-key=/minicluster/api/tls/tls.key; fi
+  (
+    while :; do
+      /minicluster/keys/minicluster-api "$@" || log "the API server exited with status $?: starting it again"
+      sleep 1
+    done
+  ) 3<&- 4<&- &
+fi
+
 # logging.quiet: the brokers log emergencies alone; logging.debug (not quiet): everything.
 if [ "${MINICLUSTER_QUIET:-false}" = true ]; then
   MINICLUSTER_LOG_LEVEL=0
@@ -461,6 +477,10 @@ while :; do
   fi
   if [ "$status" -eq 0 ]; then
     quick_failures=0
+    if [ -e "$api_stopped" ]; then
+      log "the instance was stopped through the API (POST /v1/service/stop)"
+      exit 0
+    fi
     if [ "$MINICLUSTER_REJOIN" != true ]; then
       log "the instance ended"
       user_command post "${MINICLUSTER_CMD_POST:-}" shown

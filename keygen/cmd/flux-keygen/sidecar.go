@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -46,6 +47,7 @@ func newSidecarCmd(e env) *cobra.Command {
 	var api apiFlags
 	var hostsFile, topology, readinessAddr string
 	var waitParent, once bool
+	var apiServer string
 	cmd := &cobra.Command{
 		Use:   "sidecar --out DIR [--curve-name N --storage Secret|ConfigMap] [--munge-name M] [--wait-parent --hosts-file F --topology T] [--once]",
 		Short: "Beside a broker: wait for the release's keys (and the parent broker's endpoint), write them to a directory",
@@ -56,6 +58,16 @@ func newSidecarCmd(e env) *cobra.Command {
 				return usageError{errors.New("--out is required: the volume the sidecar shares with the broker")}
 			}
 			fetch := func() error {
+				// The lead's broker container runs the API server (api.enabled) from here.
+				if apiServer != "" && e.getenv("JOB_COMPLETION_INDEX") == "0" {
+					self, err := os.Executable()
+					if err != nil {
+						return err
+					}
+					if err := sidecar.InstallProgram(filepath.Join(filepath.Dir(self), "minicluster-api"), apiServer); err != nil {
+						return err
+					}
+				}
 				api.defaults(e, &o.Namespace)
 				if waitParent {
 					var err error
@@ -101,6 +113,7 @@ func newSidecarCmd(e env) *cobra.Command {
 	f.StringVar(&hostsFile, "hosts-file", "/minicluster/config/hosts", "file with the RFC 29 host list of all brokers (the broker ConfigMap's hosts)")
 	f.StringVar(&topology, "topology", "", "the brokers' tbon.topo (empty = flux's default for broker.toml boot)")
 	f.StringVar(&readinessAddr, "readiness-addr", "", "serve the broker container's readiness probe here (GET /readyz: 200 once the entrypoint wrote .online in --out)")
+	f.StringVar(&apiServer, "api-server", "", "on the lead (index 0), copy this image's minicluster-api to this path, for the broker's container to run")
 	f.BoolVar(&once, "once", false, "write the keys (and wait for the parent), then exit: no files for a broker's entrypoint")
 	return cmd
 }
