@@ -478,7 +478,12 @@ imageGCLowThresholdPercent: 99
 # registry's test wants a pull secret, and it pulls with policy Always.
 imagePullCredentialsVerificationPolicy: NeverVerify
 EOF
+	# Every kubelet binds the same fixed path for device plugins and removes what it finds there
+	# first: started together, one removes the socket another is binding (EADDRINUSE, the kubelet
+	# exits). One at a time: each starts once the one before it listens.
+	rm -f /var/lib/kubelet/device-plugins/kubelet.sock
 	start_kubelet
+	wait_for "kubelet$N_SFX" 60 "kubelet $N_NAME to listen for device plugins" test -S /var/lib/kubelet/device-plugins/kubelet.sock
 
 	cat >"$CONF/kube-proxy$N_SFX.yaml" <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,6 +71,7 @@ type Written struct {
 const (
 	pkgKeygen = "./keygen/cmd/flux-keygen"
 	pkgPause  = "./ci/pause"
+	pkgAPI    = "./restapi/cmd/minicluster-api"
 	source    = "https://github.com/minicluster/minicluster"
 )
 
@@ -87,10 +89,12 @@ type file struct {
 
 // image describes one image of the contract's table.
 type image struct {
-	ref, file   string
-	busybox     bool   // start from the busybox layer
-	binary      string // Go package whose static build goes to binPath
-	binPath     string
+	ref, file string
+	busybox   bool   // start from the busybox layer
+	binary    string // Go package whose static build goes to binPath
+	binPath   string
+	// more static programs in the image: Go package -> path
+	more        map[string]string
 	extra       []file
 	config      v1.Config
 	description string
@@ -103,7 +107,10 @@ func images(version string) []image {
 		{
 			ref: "ghcr.io/minicluster/flux-keygen:" + version, file: "flux-keygen.tar",
 			binary: pkgKeygen, binPath: "usr/local/bin/flux-keygen",
-			// No shell and no other program: the keygen Job and the brokers' init step run flux-keygen and nothing else.
+			// The API server (api.enabled): the lead's keys container copies it for the broker's
+			// container to run, so a user mirrors no other image for it.
+			more: map[string]string{pkgAPI: "usr/local/bin/minicluster-api"},
+			// No shell: the keygen Job and the brokers' keys container run flux-keygen and nothing else.
 			extra: []file{{path: "etc/passwd", mode: 0o644, data: []byte(passwd)}, {path: "etc/group", mode: 0o644, data: []byte(group)}},
 			config: v1.Config{
 				Entrypoint: []string{"/usr/local/bin/flux-keygen"},
@@ -172,6 +179,22 @@ func Build(cfg Config, log io.Writer) ([]Written, error) {
 				continue
 			}
 			files = append(files, file{path: img.binPath, mode: 0o755, data: binaries[img.binary]})
+		}
+		moreFailed := false
+		for _, pkg := range slices.Sorted(maps.Keys(img.more)) {
+			if _, done := binaries[pkg]; !done && binErrs[pkg] == nil {
+				fmt.Fprintf(log, "images: go build %s\n", pkg)
+				binaries[pkg], binErrs[pkg] = staticbuild.Build(staticbuild.Options{Pkg: pkg, Dir: root, Version: cfg.Version, OutDir: tmp})
+			}
+			if err := binErrs[pkg]; err != nil {
+				failed = append(failed, fmt.Errorf("%s: %w", img.ref, err))
+				moreFailed = true
+				break
+			}
+			files = append(files, file{path: img.more[pkg], mode: 0o755, data: binaries[pkg]})
+		}
+		if moreFailed {
+			continue
 		}
 		if len(files) > 0 {
 			l, err := layer(files)

@@ -75,7 +75,7 @@ func TestBuildImages(t *testing.T) {
 	}
 	path := func(f string) string { return filepath.Join(out, f) }
 
-	// The keygen image: flux-keygen alone, as user 65532, no shell.
+	// The keygen image: flux-keygen and the API server, as user 65532, no shell.
 	cf, files := readBack(t, path("flux-keygen.tar"), "ghcr.io/minicluster/flux-keygen:1.2.3-test")
 	if cf.Config.User != "65532:65532" || len(cf.Config.Entrypoint) != 1 || cf.Config.Entrypoint[0] != "/usr/local/bin/flux-keygen" {
 		t.Errorf("keygen config: user %q entrypoint %q", cf.Config.User, cf.Config.Entrypoint)
@@ -97,8 +97,13 @@ func TestBuildImages(t *testing.T) {
 			t.Errorf("keygen image has a shell: %s", p)
 		}
 	}
-	if len(regular) != 3 || files["usr/local/bin/flux-keygen"].mode != 0o755 {
+	if len(regular) != 4 || files["usr/local/bin/flux-keygen"].mode != 0o755 || files["usr/local/bin/minicluster-api"].mode != 0o755 {
 		t.Errorf("keygen image files %v", regular)
+	}
+	api := filepath.Join(t.TempDir(), "minicluster-api")
+	os.WriteFile(api, files["usr/local/bin/minicluster-api"].data, 0o755)
+	if out, err := exec.Command(api, "--help").CombinedOutput(); err != nil || !strings.Contains(string(out), "Flux RESTful API") {
+		t.Errorf("minicluster-api --help from the image: %q %v", out, err)
 	}
 	// The binary in the image runs and carries the version.
 	bin := filepath.Join(t.TempDir(), "flux-keygen")

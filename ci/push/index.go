@@ -16,11 +16,15 @@ import (
 	"github.com/minicluster/minicluster/internal/staticbuild"
 )
 
+// Program is a static Go program in an image besides its entrypoint: Path in the image (no
+// leading slash), Pkg its Go package.
+type Program struct{ Path, Pkg string }
+
 // PlatformIndex makes an index of one image per platform out of img: the file at img's
 // entrypoint is replaced by pkg built for that platform (internal/staticbuild, as ci/images
-// built it for this machine);
+// built it for this machine), and so is each of more;
 // the config gets the platform's os and architecture, and keeps everything else.
-func PlatformIndex(img v1.Image, pkg, version string, platforms []v1.Platform, tmp string, log io.Writer) (v1.ImageIndex, error) {
+func PlatformIndex(img v1.Image, pkg, version string, platforms []v1.Platform, tmp string, log io.Writer, more ...Program) (v1.ImageIndex, error) {
 	cf, err := img.ConfigFile()
 	if err != nil {
 		return nil, err
@@ -28,23 +32,26 @@ func PlatformIndex(img v1.Image, pkg, version string, platforms []v1.Platform, t
 	if len(cf.Config.Entrypoint) == 0 {
 		return nil, errors.New("the image has no entrypoint: which file is the binary to rebuild?")
 	}
-	binPath := strings.TrimPrefix(filepath.Clean(cf.Config.Entrypoint[0]), "/")
+	programs := append([]Program{{Path: strings.TrimPrefix(filepath.Clean(cf.Config.Entrypoint[0]), "/"), Pkg: pkg}}, more...)
 	layers, err := img.Layers()
 	if err != nil {
 		return nil, err
 	}
-	// The last layer that has the binary is the one that counts.
-	at := -1
-	var current []byte
-	for i, l := range layers {
-		if data, found, err := fileIn(l, binPath); err != nil {
-			return nil, err
-		} else if found {
-			at, current = i, data
+	// For each program, the last layer that has it is the one that counts.
+	at := make([]int, len(programs))
+	current := make([][]byte, len(programs))
+	for j, prog := range programs {
+		at[j] = -1
+		for i, l := range layers {
+			if data, found, err := fileIn(l, prog.Path); err != nil {
+				return nil, err
+			} else if found {
+				at[j], current[j] = i, data
+			}
 		}
-	}
-	if at < 0 {
-		return nil, fmt.Errorf("no /%s (the entrypoint) in any layer", binPath)
+		if at[j] < 0 {
+			return nil, fmt.Errorf("no /%s (%s) in any layer", prog.Path, prog.Pkg)
+		}
 	}
 	mt, err := img.MediaType()
 	if err != nil {
@@ -56,19 +63,21 @@ func PlatformIndex(img v1.Image, pkg, version string, platforms []v1.Platform, t
 	}
 	idx := mutate.IndexMediaType(empty.Index, indexType)
 	for _, p := range platforms {
-		fmt.Fprintf(log, "push: go build %s for %s\n", pkg, p.String())
 		if p.OS != "linux" {
 			return nil, fmt.Errorf("platform %s: only linux on %s is supported", p.String(), strings.Join(staticbuild.Arches(), ", "))
 		}
-		bin, err := staticbuild.Build(staticbuild.Options{Pkg: pkg, Version: version, Arch: p.Architecture, Variant: p.Variant, OutDir: tmp})
-		if err != nil {
-			return nil, fmt.Errorf("platform %s: %w", p.String(), err)
-		}
 		variant := make([]v1.Layer, len(layers))
 		copy(variant, layers)
-		if !bytes.Equal(bin, current) {
-			if variant[at], err = replaceFile(layers[at], binPath, bin); err != nil {
-				return nil, err
+		for j, prog := range programs {
+			fmt.Fprintf(log, "push: go build %s for %s\n", prog.Pkg, p.String())
+			bin, err := staticbuild.Build(staticbuild.Options{Pkg: prog.Pkg, Version: version, Arch: p.Architecture, Variant: p.Variant, OutDir: tmp})
+			if err != nil {
+				return nil, fmt.Errorf("platform %s: %w", p.String(), err)
+			}
+			if !bytes.Equal(bin, current[j]) {
+				if variant[at[j]], err = replaceFile(variant[at[j]], prog.Path, bin); err != nil {
+					return nil, err
+				}
 			}
 		}
 		pimg, err := withLayers(img, cf, variant, p)

@@ -21,6 +21,11 @@ var multiPlatform = map[string]string{
 	"flux-keygen": "github.com/minicluster/minicluster/keygen/cmd/flux-keygen",
 }
 
+// morePrograms are the other static programs of a multi-platform image, rebuilt likewise.
+var morePrograms = map[string][]Program{
+	"flux-keygen": {{Path: "usr/local/bin/minicluster-api", Pkg: "github.com/minicluster/minicluster/restapi/cmd/minicluster-api"}},
+}
+
 // DefaultPlatforms are the platforms of the multi-platform images.
 var DefaultPlatforms = []v1.Platform{{OS: "linux", Architecture: "amd64"}, {OS: "linux", Architecture: "arm64"}}
 
@@ -117,7 +122,7 @@ func Push(ctx context.Context, cfg Config, log io.Writer) ([]Pushed, error) {
 		if src.ref.TagStr() != cfg.Version {
 			return pushed, fmt.Errorf("%s in %s is tagged %q, not the version %q being pushed: rebuild the images (make images)", src.ref, src.tarball, src.ref.TagStr(), cfg.Version)
 		}
-		idx, err := PlatformIndex(src.img, pkg, cfg.Version, platforms, tmp, log)
+		idx, err := PlatformIndex(src.img, pkg, cfg.Version, platforms, tmp, log, morePrograms[base]...)
 		if err != nil {
 			return pushed, fmt.Errorf("%s: %w", src.ref, err)
 		}

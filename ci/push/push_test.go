@@ -26,7 +26,7 @@ func fixtureLayer(t *testing.T, files map[string]string) v1.Layer {
 	t.Helper()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	for _, p := range []string{"etc/passwd", "usr/local/bin/flux-keygen", "pause"} {
+	for _, p := range []string{"etc/passwd", "usr/local/bin/flux-keygen", "usr/local/bin/minicluster-api", "pause"} {
 		data, ok := files[p]
 		if !ok {
 			continue
@@ -89,7 +89,8 @@ func TestPushKeygenIndexToRealRegistry(t *testing.T) {
 	passwd := "root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n"
 	keygenCfg := v1.Config{Entrypoint: []string{"/usr/local/bin/flux-keygen"}, User: "65532:65532", Labels: map[string]string{"org.opencontainers.image.version": version}}
 	fixtureTarball(t, filepath.Join(images, "flux-keygen.tar"), "ghcr.io/minicluster/flux-keygen:"+version,
-		map[string]string{"etc/passwd": passwd, "usr/local/bin/flux-keygen": "placeholder: push rebuilds it per platform"}, keygenCfg)
+		map[string]string{"etc/passwd": passwd, "usr/local/bin/flux-keygen": "placeholder: push rebuilds it per platform",
+			"usr/local/bin/minicluster-api": "placeholder: push rebuilds it too"}, keygenCfg)
 	fixtureTarball(t, filepath.Join(images, "pause.tar"), "localhost/minicluster/pause:local",
 		map[string]string{"pause": "not really a binary"}, v1.Config{Entrypoint: []string{"/pause"}})
 
@@ -154,6 +155,14 @@ func TestPushKeygenIndexToRealRegistry(t *testing.T) {
 		files := flatten(t, img)
 		if files["etc/passwd"] != passwd {
 			t.Errorf("%s: /etc/passwd not kept from the tarball: %q", d.Platform, files["etc/passwd"])
+		}
+		if api, err := elf.NewFile(strings.NewReader(files["usr/local/bin/minicluster-api"])); err != nil {
+			t.Errorf("%s: /usr/local/bin/minicluster-api was not rebuilt: %v", d.Platform, err)
+		} else {
+			if want := machines[arch]; api.Machine != want {
+				t.Errorf("%s: /usr/local/bin/minicluster-api is an ELF for %s", d.Platform, api.Machine)
+			}
+			api.Close()
 		}
 		bin, ok := files["usr/local/bin/flux-keygen"]
 		if !ok {

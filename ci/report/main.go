@@ -164,6 +164,10 @@ func tables(s spec, results []benchresult.Result) string {
 	}
 	heads := []string{"step"}
 	for _, r := range rs {
+		if sub(r) == "" && s.figures != "" {
+			heads = append(heads, s.figures)
+			continue
+		}
 		heads = append(heads, head(sub(r)))
 	}
 	var cells [][]string

@@ -15,6 +15,9 @@ type spec struct {
 	run string
 	// median: the figures are medians of the runs, not means.
 	median bool
+	// figures heads the column of a result without sub-benchmarks whose rows are not all in
+	// seconds (each row's label then says its unit); default "seconds".
+	figures string
 }
 
 type side struct{ name, head string }
@@ -85,6 +88,15 @@ var specs = []spec{
 		{"interactive install → 6 up, sched-simple", "s/simple-install-to-6-up"},
 		{"the lead's rc1, Fluxion", "s/fluxion-lead-rc1"},
 		{"the lead's rc1, sched-simple", "s/simple-lead-rc1"},
+	}},
+	{key: "api", bench: "BenchmarkAPI", figures: "figure", run: "go test -tags e2e -run '^$' -bench API -benchtime 1x ./test/e2e/", rows: []row{
+		{"through the API (port-forward, HTTP, Basic auth): one submit, median, ms", "ms/api-p50"},
+		{"through the API: one submit, 99th percentile, ms", "ms/api-p99"},
+		{"floor: `flux job submit` of the same jobspec in the lead, median, ms", "ms/job-submit-p50"},
+		{"floor: `flux job submit` in the lead, 99th percentile, ms", "ms/job-submit-p99"},
+		{"`flux submit true` in the lead (Python), median, ms", "ms/flux-submit-p50"},
+		{"through the API, 16 clients at once, jobs/s", "jobs/s-api"},
+		{"floor: 16 loops of `flux job submit` in the lead at once, jobs/s", "jobs/s-job-submit"},
 	}},
 	{key: "kueue", bench: "BenchmarkKueue", run: "make kueue-up && go test -tags e2e -run '^$' -bench Kueue -benchtime 3x ./test/e2e/", rows: []row{
 		{"floor (two bare Jobs of 6): Kueue admits the next", "s/floor-admit"},

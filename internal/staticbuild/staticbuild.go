@@ -8,11 +8,12 @@ import (
 	"bytes"
 	"debug/elf"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -23,14 +24,7 @@ var machines = map[string]elf.Machine{
 }
 
 // Arches are the GOARCH values Build supports, sorted.
-func Arches() []string {
-	arches := make([]string, 0, len(machines))
-	for a := range machines {
-		arches = append(arches, a)
-	}
-	sort.Strings(arches)
-	return arches
-}
+func Arches() []string { return slices.Sorted(maps.Keys(machines)) }
 
 // Options says what to build.
 type Options struct {

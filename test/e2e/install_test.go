@@ -423,12 +423,13 @@ func waitLeadEnded(t testing.TB, r *release, within time.Duration) corev1.Pod {
 }
 
 // flux.view.mode=auto keeps a running MiniCluster's mode: one installed with the view copied
-// resizes with auto (which would mount it on this cluster) and its new brokers copy it too.
+// resizes with auto (which would mount it on this cluster) and its new brokers copy it too;
+// its REST API (api.enabled) runs a job on all of them.
 func TestViewModeAutoKeepsTheRunningMode(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t, "automode")
 	r := newRelease(t, ns, "flux-sample", helm4)
-	r.install("--set", "size=2,flux.view.mode=copy")
+	r.install("--set", "size=2,flux.view.mode=copy,api.enabled=true")
 	waitFluxUp(t, ns, r.name, 2, 16, wiringTimeout)
 	if out, err := r.upgrade("--reuse-values", "--set", "size=3,flux.view.mode=auto"); err != nil {
 		t.Fatalf("resize with flux.view.mode=auto: %v\n%s", err, out)
@@ -443,5 +444,7 @@ func TestViewModeAutoKeepsTheRunningMode(t *testing.T) {
 			t.Errorf("broker %d (%s) has no flux-view container: auto switched the running MiniCluster's mode", i, p.Name)
 		}
 	}
+	// The REST API with the view copied: a job on the 3 brokers through it.
+	forwardAPI(t, r, 5000, "http").runsHostname(r, 3)
 	r.uninstallToNothing()
 }

@@ -193,6 +193,11 @@ func timedLogs(ns, pod, container string) ([]logLine, error) {
 
 // execIn runs a command in a pod's container and returns its stdout and stderr.
 func execIn(ns, pod, container string, cmd ...string) (string, string, error) {
+	return execInWithin(60*time.Second, ns, pod, container, cmd...)
+}
+
+// execInWithin is execIn with a deadline of its own, for long runs in a pod (benchmarks).
+func execInWithin(within time.Duration, ns, pod, container string, cmd ...string) (string, string, error) {
 	req := kube.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{Container: container, Command: cmd, Stdout: true, Stderr: true}, scheme.ParameterCodec)
 	ex, err := remotecommand.NewSPDYExecutor(restConfig, "POST", req.URL())
@@ -200,7 +205,7 @@ func execIn(ns, pod, container string, cmd ...string) (string, string, error) {
 		return "", "", err
 	}
 	var stdout, stderr bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr})
 	return stdout.String(), stderr.String(), err

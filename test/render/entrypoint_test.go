@@ -36,7 +36,8 @@ var podPaths = []string{"/minicluster/config", "/minicluster/run", "/minicluster
 // `flux env CMD` runs CMD with FLUX_EXEC_PATH naming $fake/exec.
 // `flux R encode` prints a stand-in R and exits with the status in $fake/r-status (default 0);
 // `flux config builtin rc1_path` and `rc3_path` print flux-core's, `confdir` and
-// `shell_pluginpath` flux-core's prefix $fake/core. Every call writes its environment to
+// `shell_pluginpath` flux-core's prefix $fake/core. `flux uptime` says the broker state in
+// $fake/state ("join" without it) and is not listed as a call. Every call writes its environment to
 // $fake/envs/N; run K of `flux broker` to $fake/env.K too.
 // Run K of `flux broker` follows line K of $fake/broker: "STATUS [SECONDS [SLEEP [MARK]]]": it
 // moves the fake clock ($fake/clock, which the script's date reads) SECONDS ahead; leaves in its
@@ -46,6 +47,10 @@ var podPaths = []string{"/minicluster/config", "/minicluster/run", "/minicluster
 // line kills the script, so a test that expected it to stop earlier fails at once.
 const fakeFlux = `#!/usr/bin/busybox sh
 fake=@FAKE@
+if [ "$1" = uptime ]; then # the readiness watcher's question, not a call the tests list
+  echo " 12:00:00 $(cat "$fake/state" 2>/dev/null || echo join) 1.0s,  owner root,  depth 0,  size 4"
+  exit 0
+fi
 n=$(($(cat "$fake/ncalls" 2>/dev/null || echo 0) + 1))
 echo "$n" > "$fake/ncalls"
 mkdir -p "$fake/calls"
@@ -452,6 +457,37 @@ func TestEntrypointWorker(t *testing.T) {
 		assert.Contains(t, out, "minicluster[1]: the instance ended\n")
 		assert.Len(t, p.brokerRuns(t), 1)
 	})
+}
+
+// The keys container answers the kubelet's readiness probe from .online, which the entrypoint
+// writes once the broker is in Flux's run state (flux uptime's) and removes when the broker
+// exits.
+func TestEntrypointSaysWhenFluxCountsTheBrokerOnline(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		index         int
+		before, after string
+	}{{index: 0, before: "quorum", after: "run"}, {index: 3, before: "quorum", after: "run"}} {
+		t.Run(strconv.Itoa(c.index), func(t *testing.T) {
+			t.Parallel()
+			p := newPod(t, helmtest.Options{}, c.index)
+			online := filepath.Join(p.root, "minicluster/keys/.online")
+			p.write(t, "/fake/state", c.before+"\n", 0o644)
+			p.brokers(t, "0 0 3", "1")
+			cmd, wait := p.start(t)
+			p.waitSleeping(t, 1)
+			time.Sleep(1500 * time.Millisecond) // the watcher asks at least once a second
+			_, err := os.Stat(online)
+			assert.True(t, os.IsNotExist(err), "broker %d in state %s: .online (%v)", c.index, c.before, err)
+			p.write(t, "/fake/state", c.after+"\n", 0o644)
+			assert.Eventually(t, func() bool { _, err := os.Stat(online); return err == nil }, 5*time.Second, 50*time.Millisecond,
+				"broker %d in state %s: no .online", c.index, c.after)
+			require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+			_, out := wait()
+			_, err = os.Stat(online)
+			assert.True(t, os.IsNotExist(err), "after the broker exited: .online is left (%v)\n%s", err, out)
+		})
+	}
 }
 
 // A worker the lead is already stopping (on uninstall) gets its own SIGTERM as well: passed on,

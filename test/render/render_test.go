@@ -467,7 +467,13 @@ func TestKeyMaterial(t *testing.T) {
 		keys := container(t, job, "keys")
 		assert.Equal(t, "ghcr.io/minicluster/flux-keygen:"+helmtest.AppVersion(), keys.Image)
 		assert.Equal(t, []string{"sidecar", "--namespace=$(POD_NAMESPACE)", "--out=/minicluster/keys", "--curve-name=flux-sample-curve",
-			"--storage=Secret", "--wait-parent", "--hosts-file=/minicluster/config/hosts", "--topology=kary:8"}, keys.Args)
+			"--storage=Secret", "--readiness-addr=:8051", "--wait-parent", "--hosts-file=/minicluster/config/hosts", "--topology=kary:8"}, keys.Args)
+		// The broker's readiness is the keys container's answer on that port.
+		probe := container(t, job, "flux").ReadinessProbe
+		require.NotNil(t, probe, "the broker container has a readiness probe")
+		require.NotNil(t, probe.HTTPGet, "an HTTP probe, not an exec one")
+		assert.Equal(t, "/readyz", probe.HTTPGet.Path)
+		assert.Equal(t, 8051, probe.HTTPGet.Port.IntValue())
 		assert.Equal(t, corev1.StorageMediumMemory, volume(t, job, "keys").EmptyDir.Medium, "keys stay in memory")
 		// The API token reaches the keys step alone.
 		pod := job.Spec.Template.Spec

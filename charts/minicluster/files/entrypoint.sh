@@ -163,6 +163,22 @@ if [ "$gpus" -gt 0 ]; then set -- "$@" --gpus="$(ids "$gpus")"; fi
 flux R encode "$@" > "$MINICLUSTER_RESOURCE_PATH" ||
   die "flux R encode $* failed: Flux cannot run in this image (see above)"
 
+# api.enabled: the lead serves the Flux RESTful API beside its broker, through the flux the
+# broker runs (the keys container copied the server here). It lives as long as this container
+# and outlasts the broker's restarts; a server that fails is started again.
+api_stopped=$run/api-stopped
+if [ "$index" -eq 0 ] && [ -n "${MINICLUSTER_API_PORT:-}" ]; then
+  set -- --listen=":$MINICLUSTER_API_PORT" --flux="$flux_cmd" --stop-marker="$api_stopped" --hosts="$hosts"
+  if [ -d /minicluster/api/credentials ]; then set -- "$@" --credentials=/minicluster/api/credentials; else set -- "$@" --no-auth; fi
+  if [ -d /minicluster/api/tls ]; then set -- "$@" --tls-cert=/minicluster/api/tls/tls.crt --tls-key=/minicluster/api/tls/tls.key; fi
+  (
+    while :; do
+      /minicluster/keys/minicluster-api "$@" || log "the API server exited with status $?: starting it again"
+      sleep 1
+    done
+  ) 3<&- 4<&- &
+fi
+
 # logging.quiet: the brokers log emergencies alone; logging.debug (not quiet): everything.
 if [ "${MINICLUSTER_QUIET:-false}" = true ]; then
   MINICLUSTER_LOG_LEVEL=0
@@ -402,11 +418,36 @@ on_term() {
 trap on_term TERM INT
 # FLUX_URI (the container's, for kubectl exec) is this broker's own socket: the broker sets
 # it for all it runs, and reads it only when started as a job of another instance.
+# Readiness: .online in the keys volume, which the keys container serves to the kubelet's probe,
+# once the broker is in Flux's run state: the lead once every broker of the quorum (size) is
+# online and its rc1, the scheduler's load included, is done; a worker once it has joined the
+# broker.online group the lead counts and its parent runs. flux uptime says the state;
+# it is asked every 0.2 s once rc1 has ended (modprobe-rc1.py leaves rc1-done), every second
+# before, so that a broker that is starting costs its node little.
+online_mark=/minicluster/keys/.online
+rc1_done_mark=$run/flux/rc1-done
+watch_online() {
+  polls=0
+  while kill -0 "$1" 2>/dev/null; do
+    if [ -e "$rc1_done_mark" ] || [ $((polls % 5)) -eq 0 ]; then
+      # " 07:23:04 run 2.3m,  owner ...": the state is the second word.
+      read -r _ state _ <<EOF
+$(FLUX_URI=local://$run/flux/local flux uptime 2>/dev/null)
+EOF
+      if [ "$state" = run ]; then
+        : > "$online_mark"
+        return
+      fi
+    fi
+    polls=$((polls + 1))
+    sleep 0.2
+  done
+}
 unset FLUX_URI
 quick_failures=0
 joined_once=false
 while :; do
-  rm -rf "$run/flux" "$command_status"
+  rm -rf "$run/flux" "$command_status" "$online_mark"
   mkdir -m 0700 "$run/flux"
   started=$(date +%s)
   if [ -n "$broker_path" ]; then
@@ -416,6 +457,7 @@ while :; do
     flux broker "$@" 3<&- 4<&- &
   fi
   pid=$!
+  watch_online "$pid" 3<&- 4<&- &
   # A SIGTERM between the rm above and here found no broker to stop.
   if [ -n "$stopping" ]; then stop_broker; fi
   # wait returns early when SIGTERM arrives; wait again until the broker is gone.
@@ -426,6 +468,7 @@ while :; do
     wait "$pid" 2>/dev/null || status=$?
   done
   pid=
+  rm -f "$online_mark"
   # A worker that has joined its parent once has a config and a certificate that work.
   if [ -e "$joined_mark" ]; then joined_once=true; fi
   if [ -n "$stopping" ]; then
@@ -449,6 +492,10 @@ while :; do
   fi
   if [ "$status" -eq 0 ]; then
     quick_failures=0
+    if [ -e "$api_stopped" ]; then
+      log "the instance was stopped through the API (POST /v1/service/stop)"
+      exit 0
+    fi
     if [ "$MINICLUSTER_REJOIN" != true ]; then
       log "the instance ended"
       user_command post "${MINICLUSTER_CMD_POST:-}" shown

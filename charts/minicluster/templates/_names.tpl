@@ -167,3 +167,13 @@ indented by indent; call with (dict "root" . "name" NAME "indent" N). Blank line
 {{- define "minicluster.stateClaimName" -}}
 {{- .Values.flux.state.existingClaim | default (printf "%s-state" (include "minicluster.fullname" .)) -}}
 {{- end -}}
+
+{{/* minicluster.apiName names the Service of the Flux RESTful API (api.enabled) and its generated Secret. */}}
+{{- define "minicluster.apiName" -}}
+{{- printf "%s-api" .Release.Name -}}
+{{- end -}}
+
+{{/* minicluster.apiSecretName names the Secret of the API's credentials: the user's own, or the generated one. */}}
+{{- define "minicluster.apiSecretName" -}}
+{{- .Values.api.existingSecret | default (include "minicluster.apiName" .) -}}
+{{- end -}}

@@ -223,6 +223,11 @@ spec:
         {{- with include "minicluster.operatorEnv" . }}
         {{- . | nindent 8 }}
         {{- end }}
+        {{- if .Values.api.enabled }}
+        # api.enabled: the lead serves the Flux RESTful API on this port (entrypoint.sh).
+        - name: MINICLUSTER_API_PORT
+          value: {{ int .Values.api.port | quote }}
+        {{- end }}
         # For kubectl exec: flux (and flux proxy $FLUX_URI) reach this pod's broker, whose
         # socket the entrypoint pins at the same path in every pod. PATH stays the image's: a
         # value here would replace it, not extend it.
@@ -235,6 +240,20 @@ spec:
         - name: broker
           containerPort: {{ int .Values.flux.port }}
           protocol: TCP
+        {{- if .Values.api.enabled }}
+        - name: api
+          containerPort: {{ int .Values.api.port }}
+          protocol: TCP
+        {{- end }}
+      # Ready once Flux counts this broker online (the entrypoint's .online, served by the keys
+      # container): an HTTP probe, which costs the node far less than an exec probe would.
+      readinessProbe:
+        httpGet:
+          path: /readyz
+          port: {{ int .Values.flux.readinessPort }}
+        periodSeconds: 1
+        timeoutSeconds: 2
+        failureThreshold: 3
       {{- with .Values.resources }}
       resources:
         {{- toYaml . | nindent 8 }}
@@ -295,6 +314,16 @@ spec:
         - name: state
           mountPath: /minicluster/state
         {{- end }}
+        {{- if and .Values.api.enabled .Values.api.requireAuth }}
+        - name: api-credentials
+          mountPath: /minicluster/api/credentials
+          readOnly: true
+        {{- end }}
+        {{- if and .Values.api.enabled .Values.api.tls.secretName }}
+        - name: api-tls
+          mountPath: /minicluster/api/tls
+          readOnly: true
+        {{- end }}
         {{- with .Values.volumeMounts }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
@@ -346,6 +375,11 @@ spec:
         {{- end }}
         {{- if .Values.munge.enabled }}
         - --munge-name={{ include "minicluster.mungeName" . }}
+        {{- end }}
+        - --readiness-addr=:{{ int .Values.flux.readinessPort }}
+        {{- if .Values.api.enabled }}
+        # The lead's keys container hands the API server to the broker's container.
+        - --api-server=/minicluster/keys/minicluster-api
         {{- end }}
         - --wait-parent
         - --hosts-file=/minicluster/config/hosts
@@ -435,6 +469,19 @@ spec:
     - name: state
       persistentVolumeClaim:
         claimName: {{ include "minicluster.stateClaimName" . }}
+    {{- end }}
+    {{- if and .Values.api.enabled .Values.api.requireAuth }}
+    # The API's credentials (api.requireAuth), for the lead's API server.
+    - name: api-credentials
+      secret:
+        secretName: {{ include "minicluster.apiSecretName" . }}
+        defaultMode: 0444
+    {{- end }}
+    {{- if and .Values.api.enabled .Values.api.tls.secretName }}
+    - name: api-tls
+      secret:
+        secretName: {{ .Values.api.tls.secretName }}
+        defaultMode: 0444
     {{- end }}
     {{- with .Values.volumes }}
     {{- toYaml . | nindent 4 }}

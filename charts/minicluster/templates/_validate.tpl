@@ -14,6 +14,9 @@
 {{- if gt $size $max -}}
 {{- fail (printf "size=%d is larger than maxSize=%d, the number of hosts broker.toml lists; set maxSize to %d or more (on a running MiniCluster maxSize is fixed at install: uninstall and install again to grow past it)" $size $max $size) -}}
 {{- end -}}
+{{- if eq (int .Values.flux.readinessPort) (int .Values.flux.port) -}}
+{{- fail (printf "flux.readinessPort=%d is flux.port too: the broker listens there; set flux.readinessPort to another port" (int .Values.flux.readinessPort)) -}}
+{{- end -}}
 {{- if not (regexMatch "^[a-z]([-a-z0-9]*[a-z0-9])?$" $name) -}}
 {{- fail (printf "release name %q cannot name the Service and the pods' hostnames: it must be a DNS label (lower-case letters, digits and '-', starting with a letter); install with another name" $name) -}}
 {{- end -}}
@@ -51,7 +54,33 @@
 {{- end -}}
 {{- end -}}
 {{- include "minicluster.validateState" . -}}
+{{- include "minicluster.validateAPI" . -}}
 {{- include "minicluster.validateUpgrade" . -}}
+{{- end -}}
+
+{{/* minicluster.validateAPI checks api: only a persistent MiniCluster serves it, on a port of its own. */}}
+{{- define "minicluster.validateAPI" -}}
+{{- $api := .Values.api -}}
+{{- if $api.enabled -}}
+{{- if .Values.command -}}
+{{- fail (printf "api.enabled=true with command=%q: the API serves a persistent MiniCluster, and with a command the MiniCluster is ephemeral (it ends with the command, leaving nothing to serve). Unset command (submit it through the API instead), or set api.enabled=false" .Values.command) -}}
+{{- end -}}
+{{- if eq (int $api.port) (int .Values.flux.port) -}}
+{{- fail (printf "api.port=%d is flux.port, the brokers' own port: give the API another port (default 5000)" (int $api.port)) -}}
+{{- end -}}
+{{- if eq (int $api.port) (int .Values.flux.readinessPort) -}}
+{{- fail (printf "api.port=%d is flux.readinessPort, where the keys container answers the brokers' readiness probe: give the API another port (default 5000)" (int $api.port)) -}}
+{{- end -}}
+{{- $subdomain := "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$" -}}
+{{- range $key, $v := dict "api.existingSecret" $api.existingSecret "api.tls.secretName" $api.tls.secretName -}}
+{{- if and $v (not (regexMatch $subdomain $v)) -}}
+{{- fail (printf "%s=%q is not a valid Secret name (a DNS subdomain: lower-case letters, digits, '-' and '.', starting and ending with a letter or digit): give the name of a Secret in namespace %s" $key $v $.Release.Namespace) -}}
+{{- end -}}
+{{- end -}}
+{{- if and $api.existingSecret (not $api.requireAuth) -}}
+{{- fail (printf "api.existingSecret=%q with api.requireAuth=false: the credentials would not be used; set api.requireAuth=true, or unset api.existingSecret" $api.existingSecret) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 
 {{/* minicluster.stateSummary is what of flux.state is fixed at install (the Job's minicluster.dev/state annotation); empty when state is off. */}}

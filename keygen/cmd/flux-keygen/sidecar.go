@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -34,14 +36,18 @@ holds .alive open while its container lives; when it is closed (EOF), or at SIGT
 sidecar exits, so the pod can complete. With --once it only writes the keys, waits for the
 parent and exits, with no files for an entrypoint.
 
+With --readiness-addr it answers the broker container's readiness probe there: GET /readyz is
+200 while --out holds .online, which the entrypoint writes once Flux counts the broker online.
+
 It reads only the named objects (get, list and watch with a metadata.name field selector) and
 the Service's EndpointSlices; it never writes to the API server.`
 
 func newSidecarCmd(e env) *cobra.Command {
 	var o sidecar.Options
 	var api apiFlags
-	var hostsFile, topology string
+	var hostsFile, topology, readinessAddr string
 	var waitParent, once bool
+	var apiServer string
 	cmd := &cobra.Command{
 		Use:   "sidecar --out DIR [--curve-name N --storage Secret|ConfigMap] [--munge-name M] [--wait-parent --hosts-file F --topology T] [--once]",
 		Short: "Beside a broker: wait for the release's keys (and the parent broker's endpoint), write them to a directory",
@@ -52,6 +58,16 @@ func newSidecarCmd(e env) *cobra.Command {
 				return usageError{errors.New("--out is required: the volume the sidecar shares with the broker")}
 			}
 			fetch := func() error {
+				// The lead's broker container runs the API server (api.enabled) from here.
+				if apiServer != "" && e.getenv("JOB_COMPLETION_INDEX") == "0" {
+					self, err := os.Executable()
+					if err != nil {
+						return err
+					}
+					if err := sidecar.InstallProgram(filepath.Join(filepath.Dir(self), "minicluster-api"), apiServer); err != nil {
+						return err
+					}
+				}
 				api.defaults(e, &o.Namespace)
 				if waitParent {
 					var err error
@@ -69,6 +85,21 @@ func newSidecarCmd(e env) *cobra.Command {
 			if once {
 				return fetch()
 			}
+			if readinessAddr != "" {
+				ln, err := net.Listen("tcp", readinessAddr)
+				if err != nil {
+					// Told to the entrypoint like any other failure: the broker does not start.
+					err = fmt.Errorf("the readiness probe's port: %w (set flux.readinessPort to a port no other container of the pod uses)", err)
+					return sidecar.RunBesideBroker(o.Out, func() error { return err }, e.signals(), e.stderr)
+				}
+				ctx, stop := context.WithCancel(cmd.Context())
+				defer stop()
+				go func() {
+					if err := sidecar.ServeReadiness(ctx, ln, o.Out); err != nil {
+						fmt.Fprintf(e.stderr, "flux-keygen: the readiness probe's server: %v\n", err)
+					}
+				}()
+			}
 			return sidecar.RunBesideBroker(o.Out, fetch, e.signals(), e.stderr)
 		},
 	}
@@ -81,6 +112,8 @@ func newSidecarCmd(e env) *cobra.Command {
 	f.BoolVar(&waitParent, "wait-parent", false, "wait until the headless Service lists this pod's parent broker (index from $JOB_COMPLETION_INDEX)")
 	f.StringVar(&hostsFile, "hosts-file", "/minicluster/config/hosts", "file with the RFC 29 host list of all brokers (the broker ConfigMap's hosts)")
 	f.StringVar(&topology, "topology", "", "the brokers' tbon.topo (empty = flux's default for broker.toml boot)")
+	f.StringVar(&readinessAddr, "readiness-addr", "", "serve the broker container's readiness probe here (GET /readyz: 200 once the entrypoint wrote .online in --out)")
+	f.StringVar(&apiServer, "api-server", "", "on the lead (index 0), copy this image's minicluster-api to this path, for the broker's container to run")
 	f.BoolVar(&once, "once", false, "write the keys (and wait for the parent), then exit: no files for a broker's entrypoint")
 	return cmd
 }

@@ -1,0 +1,15 @@
+// Command minicluster-api serves the Flux RESTful API and its web UI for the Flux instance
+// at FLUX_URI (package restapi). The chart's lead broker runs it in the broker's container.
+package main
+
+import (
+	"context"
+	"os"
+)
+
+func main() {
+	if err := newRootCmd().ExecuteContext(context.Background()); err != nil {
+		os.Stderr.WriteString("minicluster-api: " + err.Error() + "\n")
+		os.Exit(1)
+	}
+}

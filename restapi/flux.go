@@ -1,0 +1,265 @@
+package restapi
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/minicluster/minicluster/internal/hostlist"
+)
+
+// Flux runs Flux's command line against the lead broker. Each call is a short-lived flux
+// process; the C commands (flux job submit, list, eventlog, raise) start in milliseconds, the
+// Python ones (flux resource, shutdown) in a few hundred.
+type Flux struct {
+	// Command is the flux program (default "flux", from PATH).
+	Command string
+	// Env is the environment of the flux processes (nil: the server's); FLUX_URI in it names
+	// the broker.
+	Env []string
+}
+
+// FluxError is a flux command that failed; Msg is what it said.
+type FluxError struct {
+	Args []string
+	Msg  string
+}
+
+func (e *FluxError) Error() string { return e.Msg }
+
+// ErrNotFound is an unknown job.
+var ErrNotFound = errors.New("unknown job id")
+
+func (f *Flux) cmd(ctx context.Context, args ...string) *exec.Cmd {
+	name := f.Command
+	if name == "" {
+		name = "flux"
+	}
+	c := exec.CommandContext(ctx, name, args...)
+	c.Env = f.Env
+	return c
+}
+
+// run runs flux with args and stdin, returning its standard output.
+func (f *Flux) run(ctx context.Context, stdin []byte, args ...string) ([]byte, error) {
+	c := f.cmd(ctx, args...)
+	if stdin != nil {
+		c.Stdin = bytes.NewReader(stdin)
+	}
+	var stdout, stderr bytes.Buffer
+	c.Stdout, c.Stderr = &stdout, &stderr
+	if err := c.Run(); err != nil {
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			return nil, fmt.Errorf("running %s: %w", c.Path, err)
+		}
+		return nil, fluxError(args, stderr.String(), err)
+	}
+	return stdout.Bytes(), nil
+}
+
+// unknownJobID is how flux commands name an id they do not know: "JobID 1099511627776
+// unknown" (flux jobs), "job 1099511627776 not found" (flux job eventlog).
+var unknownJobID = regexp.MustCompile(`jobid \S+ unknown|^job \S+ not found`)
+
+// fluxError turns what a failed flux command wrote into an error: an unknown job becomes
+// ErrNotFound; anything else keeps Flux's own words, without the program's prefix.
+func fluxError(args []string, stderr string, err error) error {
+	msg := strings.TrimSpace(stderr)
+	if msg == "" {
+		msg = fmt.Sprintf("flux %s: %v", strings.Join(args, " "), err)
+	}
+	lower := strings.ToLower(strings.TrimPrefix(msg, "flux-job: "))
+	if strings.Contains(lower, "unknown job") || strings.Contains(lower, "no such job") || unknownJobID.MatchString(lower) {
+		return fmt.Errorf("%w: %s", ErrNotFound, msg)
+	}
+	for _, prefix := range []string{"flux-job: ", "flux-jobs: ", "flux-resource: ", "flux-shutdown: ", "ERROR: "} {
+		msg = strings.ReplaceAll(msg, prefix, "")
+	}
+	return &FluxError{Args: args, Msg: msg}
+}
+
+// Submit submits a jobspec and returns the job's id.
+func (f *Flux) Submit(ctx context.Context, jobspec []byte) (uint64, error) {
+	out, err := f.run(ctx, jobspec, "job", "submit")
+	if err != nil {
+		return 0, err
+	}
+	return ParseJobID(strings.TrimSpace(string(out)))
+}
+
+// Jobs lists jobs as flux jobs --json describes them (at most limit; 0: all): active ones
+// first, then the inactive, most recent first, as job-list orders them.
+func (f *Flux) Jobs(ctx context.Context, limit int) ([]map[string]any, error) {
+	args := []string{"job", "list", "--all-user"}
+	if limit > 0 {
+		args = append(args, "--count="+strconv.Itoa(limit))
+	}
+	out, err := f.run(ctx, nil, args...)
+	if err != nil {
+		return nil, err
+	}
+	jobs := []map[string]any{}
+	now := time.Now()
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		var raw map[string]any
+		if err := json.Unmarshal([]byte(line), &raw); err != nil {
+			return nil, fmt.Errorf("reading flux job list: %w", err)
+		}
+		jobs = append(jobs, jobInfo(raw, now))
+	}
+	return jobs, nil
+}
+
+// Job is one job as flux jobs --json describes it. job-list answers for a job it has not
+// heard of yet as soon as it has (a job just submitted), and with ENOENT for no such job.
+func (f *Flux) Job(ctx context.Context, id uint64) (map[string]any, error) {
+	out, err := f.run(ctx, nil, "job", "list-ids", strconv.FormatUint(id, 10))
+	if err != nil {
+		var fe *FluxError
+		if errors.As(err, &fe) && strings.Contains(fe.Msg, "No such file or directory") {
+			return nil, fmt.Errorf("%w: %d", ErrNotFound, id)
+		}
+		return nil, err
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(out, &raw); err != nil {
+		return nil, fmt.Errorf("reading flux job list-ids: %w", err)
+	}
+	return jobInfo(raw, time.Now()), nil
+}
+
+// Exists says whether the job exists, from its eventlog in the KVS (which a submit has
+// written before it returns).
+func (f *Flux) Exists(ctx context.Context, id uint64) error {
+	_, err := f.run(ctx, nil, "job", "eventlog", strconv.FormatUint(id, 10))
+	return err
+}
+
+// Output calls each for the job's output (stdout and stderr, as they were written), following
+// it until the job ends when follow is set. A job that has not started has no output yet:
+// ok is false then.
+func (f *Flux) Output(ctx context.Context, id uint64, follow bool, each func(string) error) (ok bool, err error) {
+	jobid := strconv.FormatUint(id, 10)
+	args := []string{"job", "eventlog", "--format=json", "--path=output", jobid}
+	if follow {
+		// Wait for the job to start (the output eventlog exists from then on). wait-event
+		// fails for a job that ended without starting: then there is no output.
+		if _, err := f.run(ctx, nil, "job", "wait-event", "--quiet", jobid, "start"); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return false, err
+			}
+			return false, nil
+		}
+		// flux job eventlog --follow --path=output crashes in flux-core 0.88 (the output
+		// eventlog has no end event, and it compares event names with that NULL). wait-event
+		// --verbose prints every event until the one it waits for; waiting for one that never
+		// comes prints them all and ends, with "never received", when the output ends.
+		args = []string{"job", "wait-event", "--verbose", "--format=json", "--path=output", jobid, noSuchEvent}
+	}
+	c := f.cmd(ctx, args...)
+	var stderr bytes.Buffer
+	c.Stderr = &stderr
+	stdout, err := c.StdoutPipe()
+	if err != nil {
+		return false, err
+	}
+	if err := c.Start(); err != nil {
+		return false, err
+	}
+	scan := bufio.NewScanner(stdout)
+	scan.Buffer(make([]byte, 64*1024), 16*1024*1024)
+	var cbErr error
+	for scan.Scan() {
+		var ev struct {
+			Name    string `json:"name"`
+			Context struct {
+				Data *string `json:"data"`
+			} `json:"context"`
+		}
+		if json.Unmarshal(scan.Bytes(), &ev) != nil || ev.Name != "data" || ev.Context.Data == nil {
+			continue
+		}
+		ok = true
+		if cbErr = each(*ev.Context.Data); cbErr != nil {
+			break
+		}
+	}
+	if cbErr != nil {
+		_ = c.Process.Kill()
+		_, _ = io.Copy(io.Discard, stdout)
+		_ = c.Wait()
+		return ok, cbErr
+	}
+	if err := c.Wait(); err != nil {
+		if follow && strings.Contains(stderr.String(), "'"+noSuchEvent+"' never received") {
+			return true, nil
+		}
+		ferr := fluxError(args, stderr.String(), err)
+		if errors.Is(ferr, ErrNotFound) {
+			return false, ferr
+		}
+		if e := strings.ToLower(stderr.String()); strings.Contains(e, "no such file") || strings.Contains(e, "not found") {
+			// No output eventlog ("eventlog path guest.output not found"): either the job has
+			// not started yet or there is no such job, which job-list tells apart.
+			if _, jerr := f.Job(ctx, id); jerr != nil {
+				return false, jerr
+			}
+			return false, nil
+		}
+		return ok, ferr
+	}
+	return true, nil
+}
+
+// noSuchEvent is an event name no eventlog holds (see Output).
+const noSuchEvent = "minicluster-api-end-of-output"
+
+// Cancel raises a cancel exception on the job, as flux cancel does.
+func (f *Flux) Cancel(ctx context.Context, id uint64) error {
+	_, err := f.run(ctx, nil, "job", "raise", "--type=cancel", "--message=canceled through the REST API", strconv.FormatUint(id, 10))
+	return err
+}
+
+// Nodes is the host names of the brokers that are up.
+func (f *Flux) Nodes(ctx context.Context) ([]string, error) {
+	out, err := f.run(ctx, nil, "resource", "list", "--states=up", "--no-header", "--format={nodelist}")
+	if err != nil {
+		return nil, err
+	}
+	var hosts []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		h, err := hostlist.Expand(line, maxNodes)
+		if err != nil {
+			return nil, err
+		}
+		hosts = append(hosts, h...)
+	}
+	return hosts, nil
+}
+
+// maxNodes bounds the expansion of Flux's node list (an Indexed Job has at most 100,000 pods).
+const maxNodes = 100000
+
+// Shutdown stops the instance as flux shutdown does (Flux's orderly shutdown: running jobs are
+// canceled, the brokers' rc3 runs).
+func (f *Flux) Shutdown(ctx context.Context) error {
+	_, err := f.run(ctx, nil, "shutdown", "--quiet")
+	return err
+}
