@@ -1,36 +1,3 @@
-{{/* minicluster.liveJob is the running MiniCluster's Job as JSON ("{}" on install or with no
-cluster). Looked up once per render and kept in the root context, which every template of the
-chart shares: each of Helm's lookups runs API discovery first, and a render asks for it often. */}}
-{{- define "minicluster.liveJob" -}}
-{{- if not (hasKey $ "mcLiveJob") -}}
-{{- $_ := set $ "mcLiveJob" (lookup "batch/v1" "Job" .Release.Namespace (include "minicluster.fullname" .) | toJson) -}}
-{{- end -}}
-{{- get $ "mcLiveJob" -}}
-{{- end -}}
-
-{{/* minicluster.viewMode is how the view reaches the pods: copy or image. auto: the running
-MiniCluster's mode (an upgrade never switches it), else image where Kubernetes mounts image
-volumes by default (1.35 and later), else copy. */}}
-{{- define "minicluster.viewMode" -}}
-{{- $mode := .Values.flux.view.mode -}}
-{{- if eq $mode "auto" -}}
-{{- $live := include "minicluster.liveJob" . | fromJson -}}
-{{- if $live -}}
-{{- $mode = "copy" -}}
-{{- range (dig "spec" "template" "spec" "volumes" (list) $live) -}}
-{{- if and (eq .name "flux-view") (hasKey . "image") -}}
-{{- $mode = "image" -}}
-{{- end -}}
-{{- end -}}
-{{- else if semverCompare ">=1.35.0-0" $.Capabilities.KubeVersion.Version -}}
-{{- $mode = "image" -}}
-{{- else -}}
-{{- $mode = "copy" -}}
-{{- end -}}
-{{- end -}}
-{{- $mode -}}
-{{- end -}}
-
 {{/* minicluster.maxSize is the host list length: maxSize, or when 0 the live Job's, or max(size, 16) on install. */}}
 {{- define "minicluster.maxSize" -}}
 {{- $max := int .Values.maxSize -}}

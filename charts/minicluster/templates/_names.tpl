@@ -87,7 +87,6 @@ IMAGEREGISTRY/busybox:1.37. The application and view images never pass through h
 {{- end -}}
 {{- end -}}
 
-
 {{/* minicluster.broker.fullname names the broker pods' Role and RoleBinding. */}}
 {{- define "minicluster.broker.fullname" -}}
 {{- printf "%s-broker" .Release.Name -}}
@@ -96,71 +95,6 @@ IMAGEREGISTRY/busybox:1.37. The application and view images never pass through h
 {{/* minicluster.broker.serviceAccountName is the broker pods' ServiceAccount: serviceAccountName, or the chart's. */}}
 {{- define "minicluster.broker.serviceAccountName" -}}
 {{- .Values.serviceAccountName | default (include "minicluster.broker.fullname" .) -}}
-{{- end -}}
-
-{{/* minicluster.restrictedPodSecurity is the pod security context of the chart's own programs (no shell, no root). */}}
-{{- define "minicluster.restrictedPodSecurity" -}}
-runAsNonRoot: true
-runAsUser: 65532
-runAsGroup: 65532
-seccompProfile:
-  type: RuntimeDefault
-{{- end -}}
-
-{{/* minicluster.restrictedContainerSecurity is the container security context of the chart's own programs. */}}
-{{- define "minicluster.restrictedContainerSecurity" -}}
-allowPrivilegeEscalation: false
-readOnlyRootFilesystem: true
-capabilities:
-  drop: [ALL]
-{{- end -}}
-
-{{/*
-minicluster.keyRules are RBAC rules on the release's key objects, by name; call with
-(dict "root" . "verbs" LIST "existing" BOOL). With existing, a curve.existingSecret or the Secret of
-curve.cert is included (the brokers read it; the keygen Job never touches it).
-*/}}
-{{- define "minicluster.keyRules" -}}
-{{- $v := .root.Values -}}
-{{- $secrets := list -}}
-{{- $configMaps := list -}}
-{{- if $v.curve.existingSecret -}}
-{{- if .existing }}{{ $secrets = append $secrets $v.curve.existingSecret }}{{ end -}}
-{{- else if $v.curve.cert -}}
-{{- if .existing }}{{ $secrets = append $secrets (include "minicluster.curveName" .root) }}{{ end -}}
-{{- else if eq $v.curve.storage "ConfigMap" -}}
-{{- $configMaps = append $configMaps (include "minicluster.curveName" .root) -}}
-{{- else -}}
-{{- $secrets = append $secrets (include "minicluster.curveName" .root) -}}
-{{- end -}}
-{{- if $v.munge.enabled -}}
-{{- $secrets = append $secrets (include "minicluster.mungeName" .root) -}}
-{{- end -}}
-{{- with $configMaps }}
-- apiGroups: [""]
-  resources: [configmaps]
-  resourceNames: {{ toJson . }}
-  verbs: {{ toJson $.verbs }}
-{{- end }}
-{{- with $secrets }}
-- apiGroups: [""]
-  resources: [secrets]
-  resourceNames: {{ toJson . }}
-  verbs: {{ toJson $.verbs }}
-{{- end }}
-{{- end -}}
-
-
-{{/*
-minicluster.file is a file of the chart's files/ as the body of a literal block scalar (key: |),
-indented by indent; call with (dict "root" . "name" NAME "indent" N). Blank lines stay empty.
-*/}}
-{{- define "minicluster.file" -}}
-{{- $text := .root.Files.Get (printf "files/%s" .name) -}}
-{{- if not $text -}}
-{{- fail (printf "files/%s is missing from the chart or empty (check .helmignore)" .name) -}}
-{{- end -}}
-{{- regexReplaceAll "(?m)^ +$" ($text | trimSuffix "\n" | nindent (int .indent)) "" -}}
 {{- end -}}
 
 {{/* minicluster.stateClaimName names the PersistentVolumeClaim that keeps Flux's state (flux.state): the user's, or <release>-state. */}}

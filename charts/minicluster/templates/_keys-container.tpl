@@ -1,0 +1,48 @@
+{{/* minicluster.keysContainer is the keys sidecar beside the broker (flux-keygen sidecar): the keys, the parent broker's endpoint, the broker's readiness. */}}
+{{- define "minicluster.keysContainer" }}
+    # The sidecar (flux-keygen sidecar): the keys the keygen Job writes while the pods start; a
+    # worker's also waits until the Service lists its parent broker, so that its first DNS
+    # lookup of it finds it.
+    - name: keys
+      image: {{ include "minicluster.image" (dict "root" . "repository" .Values.keygen.image.repository "tag" (.Values.keygen.image.tag | default .Chart.AppVersion)) }}
+      imagePullPolicy: {{ .Values.keygen.image.pullPolicy }}
+      args:
+        - sidecar
+        - --namespace=$(POD_NAMESPACE)
+        - --out=/minicluster/keys
+        {{- if include "minicluster.curveGiven" . }}
+        - --curve-name={{ include "minicluster.curveName" . }}
+        {{- else }}
+        - --curve-name={{ include "minicluster.curveName" . }}
+        - --storage={{ .Values.curve.storage }}
+        {{- end }}
+        {{- if .Values.munge.enabled }}
+        - --munge-name={{ include "minicluster.mungeName" . }}
+        {{- end }}
+        - --readiness-addr=:{{ int .Values.flux.readinessPort }}
+        {{- if .Values.api.enabled }}
+        # The lead's keys container hands the API server to the broker's container.
+        - --api-server=/minicluster/keys/minicluster-api
+        {{- end }}
+        - --wait-parent
+        - --hosts-file=/minicluster/config/hosts
+        - --topology={{ .Values.flux.topology }}
+      env:
+        - name: POD_NAMESPACE
+          valueFrom:
+            fieldRef:
+              fieldPath: metadata.namespace
+      securityContext:
+        {{- include "minicluster.restrictedPodSecurity" . | nindent 8 }}
+        {{- include "minicluster.restrictedContainerSecurity" . | nindent 8 }}
+      terminationMessagePolicy: FallbackToLogsOnError
+      volumeMounts:
+        - name: keys
+          mountPath: /minicluster/keys
+        - name: broker-config
+          mountPath: /minicluster/config
+          readOnly: true
+        - name: api-token
+          mountPath: /var/run/secrets/kubernetes.io/serviceaccount
+          readOnly: true
+{{- end }}

@@ -1,0 +1,34 @@
+{{/*
+minicluster.keyRules are RBAC rules on the release's key objects, by name; call with
+(dict "root" . "verbs" LIST "existing" BOOL). With existing, a curve.existingSecret or the Secret of
+curve.cert is included (the brokers read it; the keygen Job never touches it).
+*/}}
+{{- define "minicluster.keyRules" -}}
+{{- $v := .root.Values -}}
+{{- $secrets := list -}}
+{{- $configMaps := list -}}
+{{- if $v.curve.existingSecret -}}
+{{- if .existing }}{{ $secrets = append $secrets $v.curve.existingSecret }}{{ end -}}
+{{- else if $v.curve.cert -}}
+{{- if .existing }}{{ $secrets = append $secrets (include "minicluster.curveName" .root) }}{{ end -}}
+{{- else if eq $v.curve.storage "ConfigMap" -}}
+{{- $configMaps = append $configMaps (include "minicluster.curveName" .root) -}}
+{{- else -}}
+{{- $secrets = append $secrets (include "minicluster.curveName" .root) -}}
+{{- end -}}
+{{- if $v.munge.enabled -}}
+{{- $secrets = append $secrets (include "minicluster.mungeName" .root) -}}
+{{- end -}}
+{{- with $configMaps }}
+- apiGroups: [""]
+  resources: [configmaps]
+  resourceNames: {{ toJson . }}
+  verbs: {{ toJson $.verbs }}
+{{- end }}
+{{- with $secrets }}
+- apiGroups: [""]
+  resources: [secrets]
+  resourceNames: {{ toJson . }}
+  verbs: {{ toJson $.verbs }}
+{{- end }}
+{{- end -}}
