@@ -166,6 +166,7 @@ func newPod(t *testing.T, opts helmtest.Options, index int) *pod {
 	p.write(t, "/fake/clock", "1000\n", 0o644)
 	p.write(t, "/fake/broker", "", 0o644)
 	p.write(t, "/minicluster/scripts/env.sh", moved(scripts.Data["env.sh"]), 0o555)
+	p.write(t, "/minicluster/scripts/helpers.sh", moved(scripts.Data["helpers.sh"]), 0o555)
 	wrapper := strings.Replace(moved(scripts.Data["flux"]), "#!/bin/sh\n", "#!"+busybox+" sh\n", 1)
 	require.True(t, strings.HasPrefix(wrapper, "#!"+busybox), "flux starts with #!/bin/sh")
 	p.write(t, "/minicluster/scripts/flux", wrapper, 0o555)

@@ -35,6 +35,7 @@ func TestScriptsAreTheChartFiles(t *testing.T) {
 	rendered := map[string]string{
 		"entrypoint.sh":     scripts.Data["entrypoint.sh"],
 		"env.sh":            scripts.Data["env.sh"],
+		"helpers.sh":        scripts.Data["helpers.sh"],
 		"flux.sh":           scripts.Data["flux"],
 		"modprobe-rc1.py":   scripts.Data["modprobe-rc1.py"],
 		"rc3.sh":            scripts.Data["rc3.sh"],
@@ -42,7 +43,7 @@ func TestScriptsAreTheChartFiles(t *testing.T) {
 		"view-copy.sh":      container(t, job, "flux-view").Command[2],
 		"test-wiring.sh":    test.Spec.Containers[0].Command[2],
 	}
-	assert.Len(t, scripts.Data, 6, "entrypoint.sh, env.sh, flux, flux-container.sh, modprobe-rc1.py, rc3.sh")
+	assert.Len(t, scripts.Data, 7, "entrypoint.sh, env.sh, helpers.sh, flux, flux-container.sh, modprobe-rc1.py, rc3.sh")
 	entries, err := os.ReadDir(filepath.Join(helmtest.ChartDir(), "files"))
 	require.NoError(t, err)
 	for _, e := range entries {

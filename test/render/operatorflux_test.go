@@ -162,6 +162,7 @@ func TestFluxContainerWaitsForTheSocket(t *testing.T) {
 	require.NoError(t, os.MkdirAll(root+"/minicluster/scripts", 0o755))
 	require.NoError(t, os.MkdirAll(root+"/minicluster/run/flux", 0o700))
 	require.NoError(t, os.WriteFile(root+"/minicluster/scripts/env.sh", []byte(moved(scripts.Data["env.sh"])), 0o644))
+	require.NoError(t, os.WriteFile(root+"/minicluster/scripts/helpers.sh", []byte(moved(scripts.Data["helpers.sh"])), 0o644))
 	script := filepath.Join(root, "flux-container.sh")
 	require.NoError(t, os.WriteFile(script, []byte(moved(scripts.Data["flux-container.sh"])), 0o755))
 	socket := root + "/minicluster/run/flux/local"

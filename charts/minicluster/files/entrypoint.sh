@@ -69,13 +69,15 @@ for dir in ${MINICLUSTER_HELPERS:-}; do
     fd=$((fd + 1))
   fi
 done
-for dir in ${MINICLUSTER_HELPERS:-}; do
-  until [ -f "$dir/.ready" ]; do
-    if [ -f "$dir/.invalid" ]; then die "$(cat "$dir/.invalid")"; fi
-    if [ -f "$dir/.failed" ]; then log "error: $(cat "$dir/.failed")"; exit 1; fi
-    pause
-  done
-done
+# shellcheck source=helpers.sh
+. /minicluster/scripts/helpers.sh
+helpers_status=0
+helpers_wait 0 || helpers_status=$?
+case $helpers_status in
+  0) ;;
+  2) die "$helpers_error" ;;
+  *) log "error: $helpers_error"; exit 1 ;;
+esac
 
 . /minicluster/scripts/env.sh
 flux_cmd=$(real_flux)

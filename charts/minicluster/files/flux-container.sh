@@ -8,12 +8,9 @@ set -u
 # PID 1 of its container: SIGTERM (the pod stopping) does nothing unless trapped.
 trap 'exit 143' TERM INT
 log() { printf 'minicluster[%s]: %s\n' "${JOB_COMPLETION_INDEX:-?}" "$*" >&2; }
-for dir in ${MINICLUSTER_HELPERS:-}; do
-  until [ -f "$dir/.ready" ]; do
-    if [ -f "$dir/.failed" ]; then log "error: $(cat "$dir/.failed")"; exit 1; fi
-    sleep 0.05 2>/dev/null || sleep 1
-  done
-done
+# shellcheck source=helpers.sh
+. /minicluster/scripts/helpers.sh
+if ! helpers_wait 0; then log "error: $helpers_error"; exit 1; fi
 . /minicluster/scripts/env.sh
 socket=${FLUX_URI#local://}
 if [ "${MINICLUSTER_WAIT_SOCKET:-true}" = true ]; then

@@ -6,23 +6,15 @@
 # done: flux's python, run while the view is still being copied, would write its byte code
 # into the software tree under the copy, which then fails ("File exists"); and env.sh finds
 # the view's python directories only once they are there.
-for dir in ${MINICLUSTER_HELPERS:-}; do
-  waited=0
-  until [ -f "$dir/.ready" ]; do
-    for bad in .failed .invalid; do
-      if [ -f "$dir/$bad" ]; then
-        echo "minicluster: this broker cannot start: $(cat "$dir/$bad")" >&2
-        exit 1
-      fi
-    done
-    if [ "$waited" -ge 1200 ]; then
-      echo "minicluster: $dir is not ready after 60 s (the keys or the copy of Flux); see: kubectl logs <pod> --all-containers" >&2
-      exit 1
-    fi
-    waited=$((waited + 1))
-    sleep 0.05 2>/dev/null || sleep 1
-  done
-done
+# shellcheck source=helpers.sh
+. /minicluster/scripts/helpers.sh
+helpers_status=0
+helpers_wait 60 || helpers_status=$?
+case $helpers_status in
+  0) ;;
+  3) echo "minicluster: $helpers_error; see: kubectl logs <pod> --all-containers" >&2; exit 1 ;;
+  *) echo "minicluster: this broker cannot start: $helpers_error" >&2; exit 1 ;;
+esac
 . /minicluster/scripts/env.sh
 # Never this script again (a view without flux, an image whose flux it hides).
 flux=$(real_flux)

@@ -1,0 +1,26 @@
+# shellcheck shell=sh
+# shellcheck disable=SC2034 # helpers_error is for the scripts that source this file
+# Sourced by entrypoint.sh, flux (flux.sh) and flux-container.sh before anything runs Flux: the
+# helpers beside the broker (the keys step, the copy of the view) each have a directory in
+# MINICLUSTER_HELPERS, where they write .ready when done, or the error to .invalid (a broken
+# key: the broker cannot start) or .failed (anything else).
+# helpers_wait SECONDS: returns 0 once every helper is ready; 2 on .invalid and 1 on .failed,
+# with the helper's error in helpers_error; 3 after SECONDS (0: no limit).
+helpers_wait() {
+  helpers_polls=$((${1:-0} * 20))
+  helpers_error=
+  for helpers_dir in ${MINICLUSTER_HELPERS:-}; do
+    until [ -f "$helpers_dir/.ready" ]; do
+      if [ -f "$helpers_dir/.invalid" ]; then helpers_error=$(cat "$helpers_dir/.invalid"); return 2; fi
+      if [ -f "$helpers_dir/.failed" ]; then helpers_error=$(cat "$helpers_dir/.failed"); return 1; fi
+      if [ "${1:-0}" -gt 0 ]; then
+        helpers_polls=$((helpers_polls - 1))
+        if [ "$helpers_polls" -lt 0 ]; then
+          helpers_error="$helpers_dir is not ready after $1 s (the keys or the copy of Flux)"
+          return 3
+        fi
+      fi
+      sleep 0.05 2>/dev/null || sleep 1
+    done
+  done
+}
