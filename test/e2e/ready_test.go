@@ -15,8 +15,8 @@ import (
 
 // TestReadyMeansReady: the moment `flux-keygen kube wait` returns (its code, run here), the
 // lead's Flux counts every broker up and a job on all of them starts at once (within 10 s, not
-// queued), after the install and after each of nine resizes between 2 and 4 brokers: ten times
-// with the view mounted and ten with it copied. A broker pod is Ready only once Flux counts its
+// queued), after the install and after each of four resizes between 2 and 4 brokers: five times
+// with the view mounted and five with it copied. A broker pod is Ready only once Flux counts its
 // broker online (the readiness probe), so the pods' readiness says what Flux says.
 func TestReadyMeansReady(t *testing.T) {
 	t.Parallel()
@@ -26,7 +26,7 @@ func TestReadyMeansReady(t *testing.T) {
 			ns := newNamespace(t, "ready-"+mode)
 			r := newRelease(t, ns, "flux-sample", helm4)
 			r.install("--set", "size=2,maxSize=4,flux.view.mode="+mode)
-			for round, size := 0, 2; round < 10; round, size = round+1, 6-size {
+			for round, size := 0, 2; round < 5; round, size = round+1, 6-size {
 				start := time.Now()
 				if round > 0 {
 					if out, err := r.upgrade("--set", fmt.Sprintf("size=%d", size)); err != nil {
