@@ -37,7 +37,8 @@ var podPaths = []string{"/minicluster/config", "/minicluster/run", "/minicluster
 // `flux R encode` prints a stand-in R and exits with the status in $fake/r-status (default 0);
 // `flux config builtin rc1_path` and `rc3_path` print flux-core's, `confdir` and
 // `shell_pluginpath` flux-core's prefix $fake/core. `flux uptime` says the broker state in
-// $fake/state ("join" without it) and is not listed as a call. Every call writes its environment to
+// $fake/state ("join" without it; "crash": it dies of SIGSEGV, as flux-core 0.88's does for a
+// user without a name) and is not listed as a call. Every call writes its environment to
 // $fake/envs/N; run K of `flux broker` to $fake/env.K too.
 // Run K of `flux broker` follows line K of $fake/broker: "STATUS [SECONDS [SLEEP [MARK]]]": it
 // moves the fake clock ($fake/clock, which the script's date reads) SECONDS ahead; leaves in its
@@ -48,7 +49,9 @@ var podPaths = []string{"/minicluster/config", "/minicluster/run", "/minicluster
 const fakeFlux = `#!/usr/bin/busybox sh
 fake=@FAKE@
 if [ "$1" = uptime ]; then # the readiness watcher's question, not a call the tests list
-  echo " 12:00:00 $(cat "$fake/state" 2>/dev/null || echo join) 1.0s,  owner root,  depth 0,  size 4"
+  state=$(cat "$fake/state" 2>/dev/null || echo join)
+  if [ "$state" = crash ]; then exit 139; fi
+  echo " 12:00:00 $state 1.0s,  owner root,  depth 0,  size 4"
   exit 0
 fi
 n=$(($(cat "$fake/ncalls" 2>/dev/null || echo 0) + 1))
@@ -489,6 +492,24 @@ func TestEntrypointSaysWhenFluxCountsTheBrokerOnline(t *testing.T) {
 			assert.True(t, os.IsNotExist(err), "after the broker exited: .online is left (%v)\n%s", err, out)
 		})
 	}
+	// Where flux uptime crashes, the end of rc1 (modprobe-rc1.py's rc1-done) is the sign.
+	t.Run("uptime crashes", func(t *testing.T) {
+		t.Parallel()
+		p := newPod(t, helmtest.Options{}, 1)
+		online := filepath.Join(p.root, "minicluster/keys/.online")
+		p.write(t, "/fake/state", "crash\n", 0o644)
+		p.brokers(t, "0 0 3", "1")
+		cmd, wait := p.start(t)
+		p.waitSleeping(t, 1)
+		time.Sleep(1500 * time.Millisecond)
+		_, err := os.Stat(online)
+		assert.True(t, os.IsNotExist(err), "before rc1 ended: .online (%v)", err)
+		p.write(t, "/minicluster/run/flux/rc1-done", "", 0o644)
+		assert.Eventually(t, func() bool { _, err := os.Stat(online); return err == nil }, 5*time.Second, 50*time.Millisecond,
+			"rc1 ended, flux uptime crashes: no .online")
+		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+		wait()
+	})
 }
 
 // A worker the lead is already stopping (on uninstall) gets its own SIGTERM as well: passed on,

@@ -433,9 +433,14 @@ watch_online() {
   while kill -0 "$1" 2>/dev/null; do
     if [ -e "$rc1_done_mark" ] || [ $((polls % 5)) -eq 0 ]; then
       # " 07:23:04 run 2.3m,  owner ...": the state is the second word.
+      uptime_status=0
+      uptime=$(FLUX_URI=local://$run/flux/local flux uptime 2>/dev/null) || uptime_status=$?
       read -r _ state _ <<EOF
-$(FLUX_URI=local://$run/flux/local flux uptime 2>/dev/null)
+$uptime
 EOF
+      # flux uptime crashes (flux-core 0.88) where the instance's user has no name (a runAsUser
+      # the image's /etc/passwd lacks): there the end of rc1 is the sign, a little early.
+      if [ "$uptime_status" -gt 128 ] && [ -e "$rc1_done_mark" ]; then state=run; fi
       if [ "$state" = run ]; then
         : > "$online_mark"
         return
