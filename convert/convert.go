@@ -602,36 +602,43 @@ func (c *converter) sidecar(at string, ct miniClusterContainer, env, mounts []an
 		return nil, fmt.Errorf("%s.command: the operator ignores the command and commands of a container with noWrapEntrypoint; drop them", at)
 	}
 	sc := map[string]any{"name": ct.Name, "image": c.image(ct.Image)}
+	addContainerFields(sc, ct, env, mounts)
+	return sc, nil
+}
+
+// services maps the operator's services (containers of a pod of their own, run as their images
+// give them) to the chart's services and servicesVolumes.
+// addContainerFields sets the fields a container of the chart's values takes as the operator's
+// container gives them: pull policy, working directory, ports, environment, mounts, resources
+// and security context.
+func addContainerFields(m map[string]any, ct miniClusterContainer, env, mounts []any) {
 	if p := pullPolicy(ct); p != "" {
-		sc["imagePullPolicy"] = p
+		m["imagePullPolicy"] = p
 	}
 	if ct.WorkingDir != "" {
-		sc["workingDir"] = ct.WorkingDir
+		m["workingDir"] = ct.WorkingDir
 	}
 	if len(ct.Ports) > 0 {
 		var ports []any
 		for _, p := range ct.Ports {
 			ports = append(ports, map[string]any{"containerPort": int(p), "protocol": "TCP"})
 		}
-		sc["ports"] = ports
+		m["ports"] = ports
 	}
 	if len(env) > 0 {
-		sc["env"] = env
+		m["env"] = env
 	}
 	if len(mounts) > 0 {
-		sc["volumeMounts"] = mounts
+		m["volumeMounts"] = mounts
 	}
 	if r := toAny(ct.Resources); !isZero(r) {
-		sc["resources"] = r
+		m["resources"] = r
 	}
 	if s := toAny(ct.SecurityContext); !isZero(s) {
-		sc["securityContext"] = s
+		m["securityContext"] = s
 	}
-	return sc, nil
 }
 
-// services maps the operator's services (containers of a pod of their own, run as their images
-// give them) to the chart's services and servicesVolumes.
 func (c *converter) services() error {
 	var services, volumes []any
 	seen := map[string]bool{}
@@ -738,31 +745,7 @@ func (c *converter) fluxContainer(at string, ct miniClusterContainer, env, mount
 		}
 	}
 	fc := map[string]any{"name": ct.Name, "image": c.image(ct.Image), "command": strings.Join(script, "\n")}
-	if p := pullPolicy(ct); p != "" {
-		fc["imagePullPolicy"] = p
-	}
-	if ct.WorkingDir != "" {
-		fc["workingDir"] = ct.WorkingDir
-	}
-	if len(ct.Ports) > 0 {
-		var ports []any
-		for _, p := range ct.Ports {
-			ports = append(ports, map[string]any{"containerPort": int(p), "protocol": "TCP"})
-		}
-		fc["ports"] = ports
-	}
-	if len(env) > 0 {
-		fc["env"] = env
-	}
-	if len(mounts) > 0 {
-		fc["volumeMounts"] = mounts
-	}
-	if r := toAny(ct.Resources); !isZero(r) {
-		fc["resources"] = r
-	}
-	if s := toAny(ct.SecurityContext); !isZero(s) {
-		fc["securityContext"] = s
-	}
+	addContainerFields(fc, ct, env, mounts)
 	if c.mc.Spec.Flux.NoWaitSocket {
 		fc["waitSocket"] = false
 	}
