@@ -56,7 +56,8 @@ size=$(cat "$config/size")
 # .invalid (a broken key: the broker cannot start) or .failed ends this container.
 # .ended, written on the way out in the keys volume (the one this container may write and
 # every helper sees), tells a helper that opened its FIFO too late.
-pause() { sleep 0.05 2>/dev/null || sleep 1; }
+# shellcheck source=helpers.sh
+. /minicluster/scripts/helpers.sh
 helpers_ended() {
   (: > /minicluster/keys/.ended) 2>/dev/null || true
 }
@@ -69,8 +70,6 @@ for dir in ${MINICLUSTER_HELPERS:-}; do
     fd=$((fd + 1))
   fi
 done
-# shellcheck source=helpers.sh
-. /minicluster/scripts/helpers.sh
 helpers_status=0
 helpers_wait 0 || helpers_status=$?
 case $helpers_status in
@@ -435,13 +434,13 @@ watch_online() {
       # " 07:23:04 run 2.3m,  owner ...": the state is the second word.
       uptime_status=0
       uptime=$(FLUX_URI=local://$run/flux/local flux uptime 2>/dev/null) || uptime_status=$?
-      read -r _ state _ <<EOF
+      read -r _ broker_state _ <<EOF
 $uptime
 EOF
       # flux uptime crashes (flux-core 0.88) where the instance's user has no name (a runAsUser
       # the image's /etc/passwd lacks): there the end of rc1 is the sign, a little early.
-      if [ "$uptime_status" -gt 128 ] && [ -e "$rc1_done_mark" ]; then state=run; fi
-      if [ "$state" = run ]; then
+      if [ "$uptime_status" -gt 128 ] && [ -e "$rc1_done_mark" ]; then broker_state=run; fi
+      if [ "$broker_state" = run ]; then
         : > "$online_mark"
         return
       fi

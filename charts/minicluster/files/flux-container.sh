@@ -22,7 +22,7 @@ if [ "${MINICLUSTER_WAIT_SOCKET:-true}" = true ]; then
       log "still waiting for the broker's socket $socket after 30 s: is this container running as the broker's user ($(id -u) here)? See: kubectl logs <pod> -c flux"
     fi
     waited=$((waited + 1))
-    sleep 0.05 2>/dev/null || sleep 1
+    pause
   done
 fi
 fluxsocket=$FLUX_URI

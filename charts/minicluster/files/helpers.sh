@@ -3,7 +3,7 @@
 # Sourced by entrypoint.sh, flux (flux.sh) and flux-container.sh before anything runs Flux: the
 # helpers beside the broker (the keys step, the copy of the view) each have a directory in
 # MINICLUSTER_HELPERS, where they write .ready when done, or the error to .invalid (a broken
-# key: the broker cannot start) or .failed (anything else).
+# key: the broker cannot start) or .failed (anything else). Also pause, the scripts' short wait.
 # helpers_wait SECONDS: returns 0 once every helper is ready; 2 on .invalid and 1 on .failed,
 # with the helper's error in helpers_error; 3 after SECONDS (0: no limit).
 helpers_wait() {
@@ -20,7 +20,9 @@ helpers_wait() {
           return 3
         fi
       fi
-      sleep 0.05 2>/dev/null || sleep 1
+      pause
     done
   done
 }
+# pause waits a twentieth of a second (a second where sleep takes no fraction).
+pause() { sleep 0.05 2>/dev/null || sleep 1; }
