@@ -245,7 +245,7 @@ func (f *Flux) Nodes(ctx context.Context) ([]string, error) {
 		if line == "" {
 			continue
 		}
-		h, err := hostlist.Expand(line, maxNodes)
+		h, err := hostlist.Expand(line, MaxNodes)
 		if err != nil {
 			return nil, err
 		}
@@ -254,8 +254,9 @@ func (f *Flux) Nodes(ctx context.Context) ([]string, error) {
 	return hosts, nil
 }
 
-// maxNodes bounds the expansion of Flux's node list (an Indexed Job has at most 100,000 pods).
-const maxNodes = 100000
+// MaxNodes bounds the expansion of a hostlist of the instance's brokers (an Indexed Job has at
+// most 100,000 pods).
+const MaxNodes = 100000
 
 // Shutdown stops the instance as flux shutdown does (Flux's orderly shutdown: running jobs are
 // canceled, the brokers' rc3 runs).

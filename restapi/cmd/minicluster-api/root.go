@@ -75,7 +75,7 @@ func serve(ctx context.Context, o options) error {
 	logger := log.New(os.Stderr, "minicluster-api: ", 0)
 	s := &restapi.Server{Flux: &restapi.Flux{Command: o.flux}, Workdir: o.workdir, StopMarker: o.stopMarker, Log: logger}
 	if o.hosts != "" {
-		hosts, err := hostlist.Expand(o.hosts, 100000)
+		hosts, err := hostlist.Expand(o.hosts, restapi.MaxNodes)
 		if err != nil {
 			return fmt.Errorf("--hosts %q: %w", o.hosts, err)
 		}
