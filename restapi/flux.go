@@ -213,9 +213,9 @@ func (f *Flux) Output(ctx context.Context, id uint64, follow bool, each func(str
 		}
 		if e := strings.ToLower(stderr.String()); strings.Contains(e, "no such file") || strings.Contains(e, "not found") {
 			// No output eventlog ("eventlog path guest.output not found"): either the job has
-			// not started yet or there is no such job, which job-list tells apart.
-			if _, jerr := f.Job(ctx, id); jerr != nil {
-				return false, jerr
+			// not started yet or there is no such job, which its main eventlog tells apart.
+			if err := f.Exists(ctx, id); err != nil {
+				return false, err
 			}
 			return false, nil
 		}

@@ -269,15 +269,15 @@ func boolParam(r *http.Request, names ...string) (bool, error) {
 func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
 	// The reference reads details; its own Python client sends detail: both are taken.
 	details, err := boolParam(r, "details", "detail")
+	var listing bool
 	if err == nil {
-		var listing bool
 		listing, err = boolParam(r, "listing")
-		if err == nil {
-			s.jobsAs(w, r, details, listing)
-			return
-		}
 	}
-	writeJSON(w, http.StatusBadRequest, map[string]any{"Message": err.Error()})
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"Message": err.Error()})
+		return
+	}
+	s.jobsAs(w, r, details, listing)
 }
 
 func (s *Server) jobsAs(w http.ResponseWriter, r *http.Request, details, listing bool) {
