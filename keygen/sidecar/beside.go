@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -76,11 +77,7 @@ func makeFIFO(path string) error {
 
 // writeStatus writes name through a rename, so that the entrypoint never reads half of it.
 func writeStatus(dir, name, text string) error {
-	tmp := filepath.Join(dir, name+".tmp")
-	if err := os.WriteFile(tmp, []byte(text), 0o444); err != nil {
-		return fmt.Errorf("writing %s: %w", tmp, err)
-	}
-	return os.Rename(tmp, filepath.Join(dir, name))
+	return replaceFile(filepath.Join(dir, name), 0o444, strings.NewReader(text))
 }
 
 // readToEOF opens the FIFO for reading (blocking until the entrypoint holds it) and reads it

@@ -8,11 +8,11 @@
 package sidecar
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -301,21 +301,5 @@ func watchUntil(ctx context.Context, watcher watch.Interface, done func(runtime.
 // 0400 copy Flux insists on, owned by whoever runs Flux), through a rename so that nobody reads
 // half a key.
 func writeKey(dir, name string, data []byte) error {
-	tmp, err := os.CreateTemp(dir, "."+name+"-*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", name, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Chmod(0o444); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), filepath.Join(dir, name))
+	return replaceFile(filepath.Join(dir, name), 0o444, bytes.NewReader(data))
 }

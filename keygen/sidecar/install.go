@@ -16,20 +16,31 @@ func InstallProgram(src, dest string) error {
 		return fmt.Errorf("installing %s: %w", filepath.Base(src), err)
 	}
 	defer in.Close()
-	tmp := dest + ".tmp"
-	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o555)
-	if err != nil {
+	if err := replaceFile(dest, 0o555, in); err != nil {
 		return fmt.Errorf("installing %s: %w", filepath.Base(src), err)
 	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return fmt.Errorf("installing %s into %s: %w", filepath.Base(src), dest, err)
+	return nil
+}
+
+// replaceFile writes what src holds to path with mode, through a temporary file beside it
+// and a rename, so that the other containers of the pod never read half of it.
+func replaceFile(path string, mode os.FileMode, src io.Reader) error {
+	dir, name := filepath.Split(path)
+	tmp, err := os.CreateTemp(dir, "."+name+"-*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	if err := out.Close(); err != nil {
-		return fmt.Errorf("installing %s into %s: %w", filepath.Base(src), dest, err)
+	defer os.Remove(tmp.Name()) // a no-op once renamed
+	if _, err := io.Copy(tmp, src); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing %s: %w", tmp.Name(), err)
 	}
-	if err := os.Chmod(tmp, 0o555); err != nil {
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
 		return err
 	}
-	return os.Rename(tmp, dest)
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }
