@@ -3,6 +3,8 @@ package wait
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -10,8 +12,10 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 // The messages are the API server's, as the Job controller records them; test/e2e makes the
@@ -141,5 +145,28 @@ func TestWaitIgnoresRefusalsBeforeTheNewestPod(t *testing.T) {
 	var ce CreateError
 	if errors.As(err, &ce) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("a refusal from before the newest pod: %v, want a plain timeout", err)
+	}
+}
+
+// When the deadline falls during an API call (a slow or loaded API server), the error still
+// says what was pending, not only that the call ran out of time.
+func TestWaitTimeoutDuringACallSaysWhatWasPending(t *testing.T) {
+	job := brokerJob(3)
+	job.UID = "u1"
+	quota := `Error creating: pods "mc-0-abcde" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=0, limited: pods=0`
+	client := fake.NewClientset(job, failedCreate("mc", "u1", quota, time.Now()))
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	rounds := 0
+	client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if rounds++; rounds > 2 { // the first look and its create failures pass; the next one hangs
+			<-ctx.Done()
+			return true, nil, fmt.Errorf("client rate limiter Wait returned an error: %w", ctx.Err())
+		}
+		return false, nil, nil
+	})
+	err := Release(ctx, client, Options{Namespace: "ns", Release: "mc", Poll: 10 * time.Millisecond}, io.Discard)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "is not up: 0 of 3 broker pods ready; the Job mc cannot create more pods: a ResourceQuota") {
+		t.Errorf("err = %v, want what was pending (the full quota) and the timeout", err)
 	}
 }

@@ -107,8 +107,14 @@ func Release(ctx context.Context, client kubernetes.Interface, opts Options, log
 	}
 	selector := "app.kubernetes.io/instance=" + opts.Release // the release's objects
 	pending, told, toldClaims := "nothing listed yet", "", ""
+	notUp := func() error {
+		return fmt.Errorf("release %s/%s is not up: %s (%w)", opts.Namespace, opts.Release, pending, ctx.Err())
+	}
 	for {
 		st, err := look(ctx, client, opts.Namespace, selector)
+		if err != nil && ctx.Err() != nil {
+			return notUp() // the deadline fell during a call: say what was pending, not the call
+		}
 		if err != nil {
 			return err
 		}
@@ -117,6 +123,9 @@ func Release(ctx context.Context, client kubernetes.Interface, opts Options, log
 			return nil
 		}
 		if st, err = withCreateFailures(ctx, client, opts, selector, st); err != nil {
+			if ctx.Err() != nil {
+				return notUp()
+			}
 			return err
 		}
 		if st.tell != "" && st.tell != told {
@@ -129,7 +138,7 @@ func Release(ctx context.Context, client kubernetes.Interface, opts Options, log
 		pending, told = st.state, st.tell
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("release %s/%s is not up: %s (%w)", opts.Namespace, opts.Release, pending, ctx.Err())
+			return notUp()
 		case <-time.After(poll):
 		}
 	}
