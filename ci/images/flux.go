@@ -27,7 +27,7 @@ const (
 	stdPath         = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 )
 
-// fluxImageSet lists the four images, tagged tag; flux is flux-core's version and pyver the
+// fluxImageSet lists the five images, tagged tag; flux is flux-core's version and pyver the
 // view's python directory (python3.11).
 func fluxImageSet(tag, flux, pyver string) []image {
 	view := "/opt/view"
@@ -56,6 +56,13 @@ func fluxImageSet(tag, flux, pyver string) []image {
 			config:      v1.Config{Cmd: []string{"/bin/bash"}, Env: []string{"PATH=" + stdPath}},
 			description: "Debian 12 with MPICH 4.0.2, OpenMPI 4.1.4 (PMIx 4.2.2), LAMMPS and mpi-hello-{mpich,openmpi}; no Flux",
 		},
+		{
+			// (e) An HPC application image with Flux built in: (d) and the layer of (a) that
+			// holds Flux, so it costs a registry and a node no new layer.
+			ref: "localhost/minicluster/flux-mpi:" + tag, file: "flux-mpi.tar",
+			config:      v1.Config{Cmd: []string{"/bin/bash"}, Env: fluxEnv(view, pyver, stdPath)},
+			description: "the mpi image with flux-core " + flux + " in /opt/software, its view at /opt/view on PATH",
+		},
 	}
 }
 
@@ -80,7 +87,8 @@ func buildFlux(cfg Config, log io.Writer) ([]Written, error) {
 		return nil, nil
 	}
 	needed := []string{fluxBaseTar, fluxSoftwareTar}
-	if cfg.wants(fluxMPITar) {
+	wantsMPI := cfg.wants(fluxMPITar) || cfg.wants("flux-mpi.tar")
+	if wantsMPI {
 		needed = append(needed, fluxMPITar)
 	}
 	for _, f := range needed {
@@ -120,7 +128,7 @@ func buildFlux(cfg Config, log io.Writer) ([]Written, error) {
 	}
 	// mpi.tar only when the mpi image is wanted: `--only` without it needs no MPI build.
 	var mpi v1.Layer
-	if cfg.wants(fluxMPITar) {
+	if wantsMPI {
 		if mpi, _, err = rootfsLayer(filepath.Join(dir, fluxMPITar), filepath.Join(tmp, "mpi.tar.gz")); err != nil {
 			return nil, err
 		}
@@ -137,6 +145,8 @@ func buildFlux(cfg Config, log io.Writer) ([]Written, error) {
 			layers = []v1.Layer{base}
 		case "mpi.tar":
 			layers = []v1.Layer{mpi}
+		case "flux-mpi.tar":
+			layers = []v1.Layer{mpi, software}
 		default:
 			layers = []v1.Layer{base, software}
 		}

@@ -28,7 +28,7 @@ func main() {
 	ver := flag.String("version", repoVersion, "version (default: ./VERSION): every image's tag, the flux-keygen version label and its -X main.version")
 	busybox := flag.String("busybox", "/usr/bin/busybox", "static busybox binary (Debian: apt-get install busybox-static)")
 	fluxDir := flag.String("flux-dir", os.Getenv("MINICLUSTER_FLUX_DIR"), "output directory of ci/flux/build.sh (base.tar, software.tar): adds the flux, flux-view and app images; empty: they are skipped")
-	only := flag.String("only", "", "comma-separated image names (flux-keygen, busybox, pause, flux, flux-view, app, mpi): write only these")
+	only := flag.String("only", "", "comma-separated image names (flux-keygen, busybox, pause, flux, flux-view, app, mpi, flux-mpi): write only these")
 	kueueDir := flag.String("kueue-dir", "", "output directory of ci/kueue/build.sh (bin/kueue, version): write the Kueue image (kueue.tar) and no other")
 	flag.Parse()
 	if flag.NArg() > 0 {

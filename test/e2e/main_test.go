@@ -45,6 +45,7 @@ var (
 	viewImage   string   // the real flux-view layout
 	fluxImage   string   // Flux installed in the image
 	mpiImage    string   // Debian with MPICH, OpenMPI, LAMMPS and mpi-hello; no Flux
+	fluxMPI     string   // mpiImage with Flux installed
 	testsImage  string   // busybox, for helm test
 	testImages  []string // --set arguments that point the chart at them
 )
@@ -52,7 +53,7 @@ var (
 func useImages(prefix string) {
 	imagePrefix = prefix
 	appImage, viewImage, fluxImage, testsImage = prefix+"app:"+version, prefix+"flux-view:"+version, prefix+"flux:"+version, prefix+"busybox:"+version
-	mpiImage = prefix + "mpi:" + version
+	mpiImage, fluxMPI = prefix+"mpi:"+version, prefix+"flux-mpi:"+version
 	values := "image=" + appImage + ",imagePullPolicy=IfNotPresent,flux.view.image=" + viewImage + ",flux.view.imagePullPolicy=IfNotPresent," +
 		"keygen.image.pullPolicy=IfNotPresent,tests.image=" + testsImage + ",tests.imagePullPolicy=IfNotPresent"
 	if prefix != "localhost/minicluster/" {
