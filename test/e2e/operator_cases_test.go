@@ -59,6 +59,12 @@ type operatorCase struct {
 	values string
 	// nothingLeft: after helm uninstall, wait until nothing of the release is left.
 	nothingLeft bool
+	// own: a MiniCluster of the project's (not in the operator's examples) for the fields no
+	// example of the operator uses.
+	own string
+	// leadExit: the lead's broker container must end with this status (logging.strict); the
+	// Job is not waited for.
+	leadExit int
 }
 
 // operatorCases are every case of examples/tests (a case missing from this table fails the
@@ -115,9 +121,13 @@ var operatorCases = map[string]operatorCase{
 	// flux.wrap rides on it (every broker runs under env, which marks its environment), and
 	// logging.zeromq (the lead logs its overlay socket's ZeroMQ events).
 	"scaling/basic": {interactive: true, images: map[string]string{"rockylinux:9": "@app"},
-		set: "flux.wrap=env\\,MINICLUSTER_WRAPPED=yes,logging.zeromq=true", check: brokersWrappedZeromqLogged},
+		set: "flux.wrap=env\\,MINICLUSTER_WRAPPED=yes,logging.zeromq=true,commands.brokerPre=echo mark brokerPre,commands.workerPre=echo mark workerPre", check: brokersWrappedZeromqLogged},
 	"state/basic-job-completion": {refused: "spec.archive.path"},
-	"services/single":            {leftOut: "this version of the operator's source has it only as minicluster-registry.yaml, which needs the oras registry image and downloads oras at run time"},
+	"own/fields":                 {own: ownFields, setup: caseConfigAndSecret, check: fieldsApplied, want: "(?m)^mark post$"},
+	// flux submit --watch puts the job's id before each line, and --label-io the task's rank.
+	"own/submit":      {own: ownSubmit, want: `(?s)ƒ\w+: 0: submit on submit-0\n.*ƒ\w+: 1: submit on submit-1\n|ƒ\w+: 1: submit on submit-1\n.*ƒ\w+: 0: submit on submit-0\n`},
+	"own/strict":      {own: ownStrict, leadExit: 3, want: "(?m)^brokerPre fails$"},
+	"services/single": {leftOut: "this version of the operator's source has it only as minicluster-registry.yaml, which needs the oras registry image and downloads oras at run time"},
 }
 
 // TestOperatorCases runs the Flux Operator's own test cases on the chart: each MiniCluster
@@ -154,6 +164,12 @@ func TestOperatorCases(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			file := filepath.Join(src, "examples", name, "minicluster.yaml")
+			if tc.own != "" {
+				file = filepath.Join(t.TempDir(), "minicluster.yaml")
+				if err := os.WriteFile(file, []byte(tc.own), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if _, err := os.Stat(file); err != nil {
 				if tc.leftOut == "" {
 					t.Fatalf("%s: %v", name, err)
@@ -217,6 +233,34 @@ func TestOperatorCases(t *testing.T) {
 					return len(pods.Items) > 0, fmt.Sprintf("%d pods", len(pods.Items))
 				})
 				report.Store(name, "left out: "+tc.leftOut+" (converted, installed, pods created)")
+			case tc.leadExit != 0:
+				eventually(t, 3*time.Minute, fmt.Sprintf("the lead's broker container ended %d", tc.leadExit), func() (bool, string) {
+					pods, err := kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{
+						LabelSelector: fmt.Sprintf("app.kubernetes.io/instance=%s,%s=0", r.name, indexLabel)})
+					if err != nil {
+						return false, err.Error()
+					}
+					var seen []string
+					for _, p := range pods.Items {
+						for _, c := range p.Status.ContainerStatuses {
+							for _, st := range []corev1.ContainerState{c.State, c.LastTerminationState} {
+								if c.Name == "flux" && st.Terminated != nil {
+									if st.Terminated.ExitCode == int32(tc.leadExit) {
+										return true, ""
+									}
+									seen = append(seen, fmt.Sprintf("%s ended %d", p.Name, st.Terminated.ExitCode))
+								}
+							}
+						}
+					}
+					return false, fmt.Sprintf("%d lead pods; %v", len(pods.Items), seen)
+				})
+				if log := leadLog(t, r); !regexp.MustCompile(tc.want).MatchString(log) {
+					t.Errorf("the lead's log does not match %q:\n%s", tc.want, indentAll(log))
+				}
+				if !t.Failed() {
+					report.Store(name, fmt.Sprintf("passed: the lead's broker container ended %d", tc.leadExit))
+				}
 			case tc.interactive:
 				// The chart's maxSize: the converted one, or the larger of size and 16.
 				size, maxSize := caseSize(t, values, "size"), caseSize(t, values, "maxSize")
@@ -265,6 +309,111 @@ const nginxByBusybox = `services:
 command: |
   bash -c 'for i in $(seq 60); do (: < /dev/tcp/flux-sample-services/80) 2>/dev/null && break; sleep 1; done; exec 3<>/dev/tcp/flux-sample-services/80 && printf "GET / HTTP/1.0\r\n\r\n" >&3 && sed -n "/^\r*$/,\$p" <&3 | tail -n +2'
 `
+
+// ownFields puts in one MiniCluster the operator's fields that none of its examples use: a raw
+// batch script, the lead's commands.* scripts, shareProcessNamespace, jobLabels and volumes
+// from an existing ConfigMap and Secret. One broker: the batch script runs, and writes its
+// output file, on the first broker of its allocation, which Fluxion may place on a worker.
+const ownFields = `apiVersion: flux-framework.org/v1alpha2
+kind: MiniCluster
+metadata:
+  name: fields
+spec:
+  size: 1
+  jobLabels:
+    minicluster-case: fields
+  shareProcessNamespace: true
+  containers:
+    - image: ubuntu:noble
+      workingDir: /tmp/batchwork
+      batch: true
+      batchRaw: true
+      command: |
+        #!/bin/sh
+        flux run sh -c 'echo "raw batch line on $(hostname)"'
+        cat /etc/case-config/greeting /etc/case-secret/word
+        grep -l 'flux-keyge[n]' /proc/[0-9]*/cmdline >/dev/null && echo "the keys sidecar's processes are visible"
+        test -e /var/run/secrets/kubernetes.io/serviceaccount/token || echo "no service account token"
+      commands:
+        init: echo "mark init"
+        pre: echo "mark pre"
+        brokerPre: echo "mark brokerPre"
+        post: echo "mark post"; cat /tmp/batchwork/flux-*.out
+      volumes:
+        config:
+          configMapName: case-config
+          path: /etc/case-config
+        word:
+          secretName: case-secret
+          path: /etc/case-secret
+`
+
+// ownSubmit: the operator's submitCommand and optionFlags in its own submit line.
+const ownSubmit = `apiVersion: flux-framework.org/v1alpha2
+kind: MiniCluster
+metadata:
+  name: submit
+spec:
+  size: 2
+  flux:
+    submitCommand: flux submit --env=CASE=submit
+    optionFlags: -N2 -n2 --label-io
+  containers:
+    - image: ubuntu:noble
+      command: sh -c 'echo $CASE on $(hostname)'
+`
+
+// ownStrict: with logging.strict a commands.* script that fails ends the broker's container
+// with its status.
+const ownStrict = `apiVersion: flux-framework.org/v1alpha2
+kind: MiniCluster
+metadata:
+  name: strict
+spec:
+  size: 2
+  logging:
+    strict: true
+  containers:
+    - image: ubuntu:noble
+      command: echo the command ran
+      commands:
+        brokerPre: echo "brokerPre fails"; exit 3
+`
+
+// caseConfigAndSecret makes the ConfigMap and Secret ownFields mounts.
+func caseConfigAndSecret(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "case-config"},
+		Data: map[string]string{"greeting": "hello from a ConfigMap\n"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "case-secret"},
+		StringData: map[string]string{"word": "and from a Secret\n"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fieldsApplied checks ownFields on what ran: the lead's scripts in their order, the raw batch
+// script's output (its flux run, the volumes, the shared process namespace, no token) and the
+// Job's label.
+func fieldsApplied(t *testing.T, r *release, _ []byte) {
+	t.Helper()
+	log := leadLog(t, r)
+	for _, want := range []string{"(?s)mark init\n.*mark pre\n.*mark brokerPre\n.*mark post\n", "(?m)^raw batch line on fields-0$",
+		"(?m)^hello from a ConfigMap\nand from a Secret\nthe keys sidecar's processes are visible\nno service account token$"} {
+		if !regexp.MustCompile(want).MatchString(log) {
+			t.Errorf("the lead's log does not match %q:\n%s", want, indentAll(log))
+		}
+	}
+	job, err := kube.BatchV1().Jobs(r.ns).Get(context.Background(), r.name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job.Labels["minicluster-case"] != "fields" {
+		t.Errorf("the Job's labels %v lack jobLabels' minicluster-case=fields", job.Labels)
+	}
+}
 
 // httpdSidecar serves a page from busybox's httpd in a sidecar of the broker pods, and the
 // command reads it on localhost (retrying until it listens: the containers start together).
@@ -602,6 +751,17 @@ func brokersWrappedZeromqLogged(t *testing.T, r *release, _ []byte) {
 	dmesg, stderr, err := fluxIn(r.ns, pods[0].Name, "dmesg")
 	if err != nil || !strings.Contains(dmesg, "child sockevent") {
 		t.Errorf("logging.zeromq: the lead's flux dmesg has no ZeroMQ socket event (child sockevent): %v\n%s", err, stderr)
+	}
+	// commands.brokerPre ran on the lead alone, commands.workerPre on every worker alone.
+	for i, p := range pods {
+		log, err := podLogs(r.ns, p.Name, "flux", 0)
+		mine, other := "mark workerPre", "mark brokerPre"
+		if i == 0 {
+			mine, other = other, mine
+		}
+		if err != nil || !strings.Contains(log, mine+"\n") || strings.Contains(log, other) {
+			t.Errorf("pod %s: want %q and not %q in its log: %v\n%s", p.Name, mine, other, err, indentAll(log))
+		}
 	}
 	// The broker names itself flux-broker-RANK.
 	script := `for p in /proc/[0-9]*; do case $(cat "$p/comm" 2>/dev/null) in flux-broker*) tr '\0' '\n' < "$p/environ" | grep -x MINICLUSTER_WRAPPED=yes || echo "broker $p: not wrapped" ;; esac; done`
