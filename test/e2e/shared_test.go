@@ -4,19 +4,36 @@ package e2e
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Every reason a Job of the release cannot make its pods, made for real by the API server's
-// admission (PodSecurity, ResourceQuota, LimitRanger), is named by
+// admission (PodSecurity, ResourceQuota, LimitRanger, a webhook this test serves), is named by
 // `flux-keygen kube wait` within seconds with the fix: at once with exit 1 when only a change of
 // values can fix it, said and waited for when a ResourceQuota is full. No broker pod is ever
 // made, so only the keygen image is pulled.
@@ -43,6 +60,9 @@ func TestCreateRefusalsNamed(t *testing.T) {
 			create(t, ns, &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "small"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
 				Type: corev1.LimitTypeContainer, Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}}}}})
 		}, ",resources.limits.cpu=1", 1, []string{"a LimitRange of namespace", "maximum cpu usage per Container is 500m, but limit is 1", "kubectl describe limitrange"}},
+		{"webhook", func(t *testing.T, ns string) {
+			denyingWebhook(t, ns, "the e2e webhook refuses broker pods")
+		}, "", 1, []string{"an admission webhook of the cluster denies the pods", "the e2e webhook refuses broker pods"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -93,6 +113,120 @@ func create(t *testing.T, ns string, obj any) {
 	if err != nil {
 		t.Fatalf("create %T in %s: %v", obj, ns, err)
 	}
+}
+
+// denyingWebhook serves a validating admission webhook from this process that denies the broker
+// pods of ns with message, and registers it for ns alone (failurePolicy Ignore: should this
+// process die first, nothing else is refused).
+func denyingWebhook(t *testing.T, ns, message string) {
+	t.Helper()
+	api, err := url.Parse(restConfig.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, ip := webhookListener(t, api.Hostname())
+	t.Cleanup(func() { _ = ln.Close() })
+
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "e2e-webhook"},
+		IPAddresses: []net.IP{ip}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true, IsCA: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}},
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			var review admissionv1.AdmissionReview
+			if err := json.NewDecoder(req.Body).Decode(&review); err != nil || review.Request == nil {
+				http.Error(w, "not an AdmissionReview", http.StatusBadRequest)
+				return
+			}
+			review.Response = &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: false,
+				Result: &metav1.Status{Code: http.StatusForbidden, Message: message}}
+			review.Request = nil
+			_ = json.NewEncoder(w).Encode(review)
+		}),
+	}
+	go func() { _ = srv.ServeTLS(ln, "", "") }()
+	t.Cleanup(func() { _ = srv.Close() })
+
+	endpoint := "https://" + ln.Addr().String() + "/deny"
+	fail, none := admissionregistrationv1.Ignore, admissionregistrationv1.SideEffectClassNone
+	timeout := int32(5)
+	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-deny"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name:                    "deny.e2e.minicluster.dev",
+			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &endpoint, CABundle: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})},
+			Rules:                   []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}},
+			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
+			ObjectSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/component": "broker"}},
+			FailurePolicy:           &fail,
+			SideEffects:             &none,
+			TimeoutSeconds:          &timeout,
+			AdmissionReviewVersions: []string{"v1"},
+		}},
+	}
+	hooks := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	if _, err := hooks.Create(context.Background(), cfg, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create ValidatingWebhookConfiguration %s: %v", cfg.Name, err)
+	}
+	t.Cleanup(func() { _ = hooks.Delete(context.Background(), cfg.Name, metav1.DeleteOptions{}) })
+}
+
+// webhookListener listens where the API server at host can connect: on the API server's own
+// address in the network namespace that has it (the local cluster runs in one and refuses new
+// connections towards the host), else on the address this host uses towards it.
+func webhookListener(t *testing.T, host string) (net.Listener, net.IP) {
+	t.Helper()
+	namespaces, _ := filepath.Glob("/var/run/netns/*")
+	for _, ns := range namespaces {
+		if ln, err := listenInNetns(ns, net.JoinHostPort(host, "0")); err == nil {
+			return ln, net.ParseIP(host)
+		}
+	}
+	probe, err := net.Dial("udp", net.JoinHostPort(host, "443"))
+	if err != nil {
+		t.Fatalf("finding this host's address towards the API server %s: %v", host, err)
+	}
+	ip := probe.LocalAddr().(*net.UDPAddr).IP
+	probe.Close()
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln, ip
+}
+
+// listenInNetns opens a listener inside the network namespace at path (a socket stays in the
+// namespace it was made in); it fails where that namespace has no such address.
+func listenInNetns(path, addr string) (net.Listener, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	self, err := os.Open("/proc/thread-self/ns/net")
+	if err != nil {
+		return nil, err
+	}
+	defer self.Close()
+	target, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer target.Close()
+	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+		return nil, err
+	}
+	ln, listenErr := net.Listen("tcp", addr)
+	if err := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); err != nil {
+		panic(fmt.Sprintf("returning to this process's network namespace: %v", err)) // the thread would serve the wrong network
+	}
+	return ln, listenErr
 }
 
 // values/restricted.yaml in a namespace that enforces Pod Security "restricted": one install of
