@@ -46,7 +46,8 @@ func jobState(ns, lead, id string) (string, error) {
 
 // Fluxion is the scheduler by default, with the queue policy of the values: a job asking for
 // more cores than are free waits in the queue and starts when they free up; after a resize
-// 2 -> 4 Fluxion schedules onto the new brokers, and after 4 -> 2 sees the others gone.
+// 2 -> 4 Fluxion schedules onto the new brokers, and after 4 -> 2 sees the others gone. Then
+// jobs too large (checkTooLarge) under every scheduler and policy, and a resize 2 -> 3.
 func TestFluxionQueueAndResize(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t, "fluxion")
@@ -81,8 +82,9 @@ func TestFluxionQueueAndResize(t *testing.T) {
 		t.Errorf("flux resource list: %q (%v), want 2 nodes with 4 cores free", out, err)
 	}
 
-	// Every core for 6 s, then a job that needs 2 of them: it must wait.
-	big, stderr, err := fluxIn(ns, lead, "submit", "-N", "2", "-n", "4", "sleep", "6")
+	// Every core for 15 s (a loaded machine takes seconds per flux command), then a job that
+	// needs 2 of them: it must wait.
+	big, stderr, err := fluxIn(ns, lead, "submit", "-N", "2", "-n", "4", "sleep", "15")
 	if err != nil {
 		t.Fatalf("flux submit -n 4: %v %s", err, stderr)
 	}
@@ -124,9 +126,15 @@ func TestFluxionQueueAndResize(t *testing.T) {
 	}
 	pods = waitFluxUp(t, ns, r.name, 2, 4, wiringTimeout)
 	checkFluxRun(t, ns, r.name, pods)
-	// Fluxion knows the two are gone: a job for 3 nodes cannot be satisfied now.
-	if out, stderr, err := fluxIn(ns, lead, "run", "-N", "3", "true"); err == nil {
-		t.Errorf("flux run -N 3 on 2 brokers up worked: %s %s", out, stderr)
+	// Jobs too large for what is up, or for maxSize, under every scheduler and policy: the one
+	// for 3 nodes left waiting runs once a resize brings a third broker up.
+	waiting := checkTooLarge(t, ns, lead, 2, 4, 2)
+	if _, err := r.upgrade("--reuse-values", "--set", "size=3"); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := fluxIn(ns, lead, "job", "attach", waiting)
+	if hosts := strings.Fields(out); err != nil || len(hosts) != 3 || len(slices.Compact(slices.Sorted(slices.Values(hosts)))) != 3 {
+		t.Errorf("the queued -N 3 job after the resize to 3 brokers: %q %v %s; want it run on three", out, err, stderr)
 	}
 	r.uninstallToNothing()
 }

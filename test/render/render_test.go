@@ -236,6 +236,14 @@ type brokerConfig struct {
 	Modules  struct {
 		Alternatives map[string]string `toml:"alternatives"`
 	} `toml:"modules"`
+	// Jobs no MiniCluster of maxSize brokers could run are refused at submit by the scheduler's
+	// feasibility.check; Fluxion's judges against the R file of all maxSize brokers.
+	Ingest struct {
+		Validator struct {
+			Plugins []string `toml:"plugins"`
+		} `toml:"validator"`
+	} `toml:"ingest"`
+	Feasibility map[string]string `toml:"sched-fluxion-feasibility"`
 }
 
 func TestBrokerConfig(t *testing.T) {
@@ -256,6 +264,8 @@ func TestBrokerConfig(t *testing.T) {
 	assert.Equal(t, "/minicluster/run/R", cfg.Resource.Path)
 	assert.True(t, cfg.Access["allow-root-owner"])
 	assert.Equal(t, map[string]string{"queue-policy": "fcfs"}, cfg.Qmanager, "Fluxion by default, first come first served")
+	assert.Equal(t, []string{"jobspec", "feasibility"}, cfg.Ingest.Validator.Plugins)
+	assert.Equal(t, map[string]string{"load-file": "/minicluster/run/R"}, cfg.Feasibility, "Fluxion's feasibility reads all maxSize brokers from [resource] path")
 	assert.Empty(t, cfg.Modules.Alternatives)
 	assert.Equal(t, "flux-sample-[0-5]", cm.Data["hosts"])
 	assert.Equal(t, "6", cm.Data["size"])
@@ -287,6 +297,7 @@ func TestSchedulerConfig(t *testing.T) {
 		{[]string{"flux.queuePolicy=conservative"}, "fluxion", map[string]string{"queue-policy": "conservative"}, nil},
 		{[]string{"flux.scheduler=simple"}, "simple", nil, map[string]string{"sched": "sched-simple", "feasibility": "sched-simple"}},
 	} {
+		fluxion := tc.sched == "fluxion"
 		t.Run(strings.Join(tc.set, ","), func(t *testing.T) {
 			objs := render(t, helmtest.Options{Set: tc.set})
 			cm := get[*corev1.ConfigMap](t, objs, "ConfigMap", "flux-sample-broker")
@@ -296,6 +307,13 @@ func TestSchedulerConfig(t *testing.T) {
 			assert.Empty(t, md.Undecoded())
 			assert.Equal(t, tc.qmanager, cfg.Qmanager)
 			assert.Equal(t, tc.alts, cfg.Modules.Alternatives)
+			// Both schedulers answer the feasibility validator; only Fluxion's needs the R file.
+			assert.Equal(t, []string{"jobspec", "feasibility"}, cfg.Ingest.Validator.Plugins)
+			if fluxion {
+				assert.Equal(t, map[string]string{"load-file": "/minicluster/run/R"}, cfg.Feasibility)
+			} else {
+				assert.Nil(t, cfg.Feasibility, "sched-simple's feasibility.check counts the brokers that are down by itself")
+			}
 			job := get[*batchv1.Job](t, objs, "Job", "flux-sample")
 			assert.Contains(t, job.Spec.Template.Spec.Containers[0].Env, corev1.EnvVar{Name: "MINICLUSTER_SCHEDULER", Value: tc.sched})
 		})

@@ -46,9 +46,16 @@
 {{- $config := dict
   "bootstrap" $bootstrap
   "resource" (dict "path" (include "minicluster.resourcePath" .) "noverify" true)
-  "access" (dict "allow-guest-user" true "allow-root-owner" true) -}}
+  "access" (dict "allow-guest-user" true "allow-root-owner" true)
+  "ingest" (dict "validator" (dict "plugins" (list "jobspec" "feasibility"))) -}}
+{{- /* The feasibility validator refuses at submit a job that no MiniCluster of maxSize brokers
+could run, with the scheduler's reason (feasibility.check); one that only needs brokers not up
+yet passes and waits for a resize. */ -}}
 {{- if eq .Values.flux.scheduler "fluxion" -}}
 {{- $_ := set $config "sched-fluxion-qmanager" (dict "queue-policy" .Values.flux.queuePolicy) -}}
+{{- /* Fluxion's feasibility module judges against the whole R file (all maxSize brokers, as if
+up): fed by the resource module it would count only the brokers up now. */ -}}
+{{- $_ := set $config "sched-fluxion-feasibility" (dict "load-file" (include "minicluster.resourcePath" .)) -}}
 {{- else -}}
 {{- /* flux modprobe picks the scheduler with the highest priority (Fluxion's, where it is installed): name flux-core's. */ -}}
 {{- $_ := set $config "modules" (dict "alternatives" (dict "sched" "sched-simple" "feasibility" "sched-simple")) -}}

@@ -1,0 +1,119 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// schedulerSetup is one scheduler and queue policy the chart offers, reached at run time in
+// the lead: Fluxion's queue manager reloaded with another policy, or Fluxion's modules
+// swapped for flux-core's sched-simple and back. One install serves them all.
+type schedulerSetup struct {
+	name string
+	load [][]string // flux commands that switch the lead to it
+	// Fluxion's own limit: its satisfiability check counts only the nodes up, so under fcfs a
+	// job for more nodes than are up is refused as unsatisfiable, not queued (docs/hpc.md).
+	refusesNodesDown bool
+}
+
+var fluxionModules = []string{"sched-fluxion-qmanager", "sched-fluxion-feasibility", "sched-fluxion-resource"}
+
+func reloadPolicy(policy string) [][]string {
+	return [][]string{{"module", "reload", "sched-fluxion-qmanager", "queue-policy=" + policy}}
+}
+
+// checkTooLarge submits jobs too large for a MiniCluster of size of maxSize brokers of cores
+// cores each, under Fluxion with every queue policy and under sched-simple, switched at run
+// time in the lead: one no MiniCluster of maxSize brokers could run (more nodes than maxSize,
+// more cores on one node than a broker has) is refused at submit with the scheduler's reason;
+// one that fits maxSize but not the brokers up waits in the queue (Fluxion's fcfs refuses it,
+// as docs/hpc.md says). It returns the last such job, left waiting under Fluxion's
+// conservative policy, which is where the lead is left.
+func checkTooLarge(t *testing.T, ns, lead string, size, maxSize, cores int) string {
+	t.Helper()
+	toFcfs := reloadPolicy("fcfs")
+	toSimple := [][]string{}
+	for _, m := range fluxionModules {
+		toSimple = append(toSimple, []string{"module", "remove", m})
+	}
+	toSimple = append(toSimple, []string{"module", "load", "sched-simple"})
+	toConservative := [][]string{{"module", "remove", "sched-simple"},
+		{"module", "load", "sched-fluxion-resource"}, {"module", "load", "sched-fluxion-feasibility"},
+		{"module", "load", "sched-fluxion-qmanager", "queue-policy=conservative"}}
+	setups := []schedulerSetup{
+		{name: "fluxion fcfs", load: toFcfs, refusesNodesDown: true},
+		{name: "fluxion easy", load: reloadPolicy("easy")},
+		{name: "fluxion hybrid", load: reloadPolicy("hybrid")},
+		{name: "sched-simple", load: toSimple},
+		{name: "fluxion conservative", load: toConservative}, // last: its job waits for a resize
+	}
+	nodes := strconv.Itoa(size + 1)
+	tooLarge := [][]string{{"-N", strconv.Itoa(maxSize + 1)}, {"-N", "1", "-n", "1", "-c", strconv.Itoa(cores + 1)}}
+	var waiting string
+	for i, s := range setups {
+		for _, cmd := range s.load {
+			if out, stderr, err := fluxIn(ns, lead, cmd...); err != nil {
+				t.Fatalf("%s: flux %s: %v %s %s", s.name, strings.Join(cmd, " "), err, out, stderr)
+			}
+		}
+		// Refused by flux submit itself, with the scheduler's reason.
+		for _, job := range tooLarge {
+			args := append(append([]string{"submit"}, job...), "true")
+			out, stderr, err := fluxIn(ns, lead, args...)
+			if err == nil || !strings.Contains(strings.ToLower(stderr), "unsatisfiable request") {
+				t.Errorf("%s: flux submit %s on a MiniCluster of at most %d brokers of %d cores: %q %v %q; want it refused as an unsatisfiable request",
+					s.name, strings.Join(job, " "), maxSize, cores, out, err, stderr)
+			}
+		}
+		// More nodes than are up: accepted, then queued (or Fluxion fcfs's refusal).
+		what := fmt.Sprintf("%s: -N %s with %d of %d brokers up", s.name, nodes, size, maxSize)
+		out, stderr, err := fluxIn(ns, lead, "submit", "-N", nodes, "hostname")
+		if err != nil {
+			t.Fatalf("%s: flux submit: %v %s; want it accepted", what, err, stderr)
+		}
+		id := strings.TrimSpace(out)
+		if s.refusesNodesDown {
+			eventually(t, 30*time.Second, what+": Fluxion refuses it as unsatisfiable", func() (bool, string) {
+				got, err := jobStateNote(ns, lead, id)
+				return strings.HasPrefix(got, "INACTIVE") && strings.Contains(got, "unsatisfiable"), fmt.Sprint(got, err)
+			})
+			continue
+		}
+		checkQueued(t, what, ns, lead, id)
+		if i < len(setups)-1 {
+			if _, stderr, err := fluxIn(ns, lead, "cancel", id); err != nil {
+				t.Fatalf("flux cancel %s: %v %s", id, err, stderr)
+			}
+		} else {
+			waiting = id
+		}
+	}
+	return waiting
+}
+
+// checkQueued: job id (what) reaches the scheduler and stays there, neither refused nor run.
+func checkQueued(t *testing.T, what, ns, lead, id string) {
+	t.Helper()
+	eventually(t, 30*time.Second, what+": the job reaches the queue", func() (bool, string) {
+		got, err := jobStateNote(ns, lead, id)
+		return strings.HasPrefix(got, "SCHED"), fmt.Sprint(got, err)
+	})
+	time.Sleep(2 * time.Second) // a scheduler refuses in its next loop, in milliseconds
+	if got, err := jobStateNote(ns, lead, id); err != nil || !strings.HasPrefix(got, "SCHED") {
+		t.Errorf("%s: state and exception %q (%v), want it waiting in the queue", what, got, err)
+	}
+}
+
+// jobStateNote is a job's state name and the note of its exception, if any.
+func jobStateNote(ns, lead, id string) (string, error) {
+	out, stderr, err := fluxIn(ns, lead, "jobs", "--no-header", "-o", "{state} {exception.note}", id)
+	if err != nil {
+		return "", fmt.Errorf("flux jobs %s: %v %s", id, err, stderr)
+	}
+	return strings.TrimSpace(out), nil
+}
