@@ -27,6 +27,8 @@
         - --wait-parent
         - --hosts-file=/minicluster/config/hosts
         - --topology={{ .Values.flux.topology }}
+        # Deleted with its namespace, it exits with this code, which fails the Job (broker-job.yaml).
+        - --namespace-deleted-code={{ include "minicluster.exitNamespaceDeleted" . }}
       env:
         - name: POD_NAMESPACE
           valueFrom:
