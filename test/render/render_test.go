@@ -474,7 +474,7 @@ func TestKeyMaterial(t *testing.T) {
 		assert.Equal(t, "ghcr.io/minicluster/flux-keygen:"+helmtest.AppVersion(), keys.Image)
 		assert.Equal(t, []string{"sidecar", "--namespace=$(POD_NAMESPACE)", "--out=/minicluster/keys", "--curve-name=flux-sample-curve",
 			"--storage=Secret", "--readiness-addr=:8051", "--wait-parent", "--hosts-file=/minicluster/config/hosts", "--topology=kary:8",
-			"--namespace-deleted-code=79"}, keys.Args)
+			"--namespace-deleted-code=79", "--job=flux-sample"}, keys.Args)
 		// The broker's readiness is the keys container's answer on that port.
 		probe := container(t, job, "flux").ReadinessProbe
 		require.NotNil(t, probe, "the broker container has a readiness probe")
@@ -500,7 +500,8 @@ func TestKeyMaterial(t *testing.T) {
 			{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"flux-sample-curve"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"list", "watch"}},
 			{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{"default"}, Verbs: []string{"get"}},
-		}, broker.Rules, "the brokers only read their key, watch endpoints and read their own namespace")
+			{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, ResourceNames: []string{"flux-sample"}, Verbs: []string{"delete"}},
+		}, broker.Rules, "the brokers only read their key, watch endpoints, read their own namespace and may delete their own Job")
 		keygen := get[*batchv1.Job](t, objs, "Job", "flux-sample-keygen")
 		assert.Empty(t, keygen.Annotations["helm.sh/hook"], "the keygen Job is part of the release, not a hook")
 		c := keygen.Spec.Template.Spec.Containers[0]

@@ -8,8 +8,11 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/minicluster/minicluster/keygen/sidecar"
@@ -167,9 +170,9 @@ func TestSidecarBesideBroker(t *testing.T) {
 	}
 }
 
-// TestSidecarNamespaceDeleted: with --namespace-deleted-code the sidecar exits with that code
-// when its namespace is being deleted (at SIGTERM or when the broker ended), and as before when
-// it is not or when it cannot tell.
+// TestSidecarNamespaceDeleted: with --namespace-deleted-code the sidecar deletes the Job --job and
+// exits with that code when its namespace is being deleted (at SIGTERM or when the broker
+// ended), and does as before when it is not or when it cannot tell.
 func TestSidecarNamespaceDeleted(t *testing.T) {
 	now := metav1.NewTime(time.Now())
 	for _, c := range []struct {
@@ -185,15 +188,16 @@ func TestSidecarNamespaceDeleted(t *testing.T) {
 		{"unreadable", nil, false, exitOK, "cannot tell whether the namespace is being deleted"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			client := fake.NewClientset()
+			objs := []runtime.Object{&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "r1", Namespace: "ns1"}}}
 			if c.namespace != nil {
-				client = fake.NewClientset(c.namespace)
+				objs = append(objs, c.namespace)
 			}
+			client := fake.NewClientset(objs...)
 			e := testEnv(client, map[string]string{"POD_NAMESPACE": "ns1"})
 			if code, out, errs := runCLI(t, e, "kube", "--release=r1"); code != exitOK {
 				t.Fatalf("keygen: exit %d %s %s", code, out, errs)
 			}
-			r := startBeside(t, client, "--curve-name=r1-curve", "--namespace-deleted-code=79")
+			r := startBeside(t, client, "--curve-name=r1-curve", "--namespace-deleted-code=79", "--job=r1")
 			held := r.hold(t)
 			defer held.Close()
 			r.await(t, sidecar.Ready)
@@ -208,6 +212,10 @@ func TestSidecarNamespaceDeleted(t *testing.T) {
 			}
 			if c.stderr == "" && res.stderr != "" {
 				t.Errorf("stderr %q, want nothing", res.stderr)
+			}
+			_, err := client.BatchV1().Jobs("ns1").Get(context.Background(), "r1", metav1.GetOptions{})
+			if deleted := apierrors.IsNotFound(err); deleted != (c.want == 79) {
+				t.Errorf("the Job deleted: %v (%v), want %v", deleted, err, c.want == 79)
 			}
 		})
 	}
