@@ -20,12 +20,15 @@ import (
 )
 
 // A deleted worker pod comes back with the same hostname and rejoins: Flux shows all 6 up again.
+// Then the namespace is deleted with the MiniCluster running in it, and goes within a minute.
 func TestWorkerPodDeleted(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t, "fault-worker")
 	r := newRelease(t, ns, "flux-sample", helm3)
 	r.install("--set", "size=6")
+	floor := newFloorNamespace(t, 6)
 	deleteAndRejoin(t, r, 6, 1)
+	checkNamespaceDeleted(t, r, floor)
 }
 
 // A deleted lead of an interactive MiniCluster: a new lead comes up, every worker rejoins it,

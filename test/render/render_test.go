@@ -24,6 +24,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -168,12 +169,17 @@ func TestServiceAndJobWiring(t *testing.T) {
 	assert.Equal(t, corev1.RestartPolicyNever, pod.Spec.RestartPolicy, "podFailurePolicy needs Never")
 	require.NotNil(t, job.Spec.PodFailurePolicy)
 	rules := job.Spec.PodFailurePolicy.Rules
-	require.Len(t, rules, 2)
+	require.Len(t, rules, 3)
 	assert.Equal(t, batchv1.PodFailurePolicyActionFailJob, rules[0].Action)
 	assert.Equal(t, []int32{78}, rules[0].OnExitCodes.Values, "a broker that cannot start fails the Job")
 	assert.Nil(t, rules[0].OnExitCodes.ContainerName, "the keys step's exit code counts too")
-	assert.Equal(t, batchv1.PodFailurePolicyActionIgnore, rules[1].Action)
-	assert.Equal(t, corev1.DisruptionTarget, rules[1].OnPodConditions[0].Type)
+	// Deleted with its namespace, the keys container exits 79: the failed Job lets its pods go.
+	assert.Equal(t, batchv1.PodFailurePolicyActionFailJob, rules[1].Action)
+	assert.Equal(t, []int32{79}, rules[1].OnExitCodes.Values)
+	assert.Equal(t, ptr.To("keys"), rules[1].OnExitCodes.ContainerName, "only the keys container's code: a user's command may exit 79")
+	assert.Contains(t, container(t, job, "keys").Args, "--namespace-deleted-code=79", "the keys container exits with the code the rule fails on")
+	assert.Equal(t, batchv1.PodFailurePolicyActionIgnore, rules[2].Action)
+	assert.Equal(t, corev1.DisruptionTarget, rules[2].OnPodConditions[0].Type)
 	assert.NotContains(t, pod.Labels, "helm.sh/chart", "chart version on the pod template would make upgrades fail")
 	assert.NotContains(t, pod.Labels, "app.kubernetes.io/version")
 
@@ -485,7 +491,8 @@ func TestKeyMaterial(t *testing.T) {
 		keys := container(t, job, "keys")
 		assert.Equal(t, "ghcr.io/minicluster/flux-keygen:"+helmtest.AppVersion(), keys.Image)
 		assert.Equal(t, []string{"sidecar", "--namespace=$(POD_NAMESPACE)", "--out=/minicluster/keys", "--curve-name=flux-sample-curve",
-			"--storage=Secret", "--readiness-addr=:8051", "--wait-parent", "--hosts-file=/minicluster/config/hosts", "--topology=kary:8"}, keys.Args)
+			"--storage=Secret", "--readiness-addr=:8051", "--wait-parent", "--hosts-file=/minicluster/config/hosts", "--topology=kary:8",
+			"--namespace-deleted-code=79", "--job=flux-sample"}, keys.Args)
 		// The broker's readiness is the keys container's answer on that port.
 		probe := container(t, job, "flux").ReadinessProbe
 		require.NotNil(t, probe, "the broker container has a readiness probe")
@@ -510,7 +517,9 @@ func TestKeyMaterial(t *testing.T) {
 		assert.Equal(t, []rbacv1.PolicyRule{
 			{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"flux-sample-curve"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"list", "watch"}},
-		}, broker.Rules, "the brokers only read their key and watch endpoints")
+			{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{"default"}, Verbs: []string{"get"}},
+			{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, ResourceNames: []string{"flux-sample"}, Verbs: []string{"delete"}},
+		}, broker.Rules, "the brokers only read their key, watch endpoints, read their own namespace and may delete their own Job")
 		keygen := get[*batchv1.Job](t, objs, "Job", "flux-sample-keygen")
 		assert.Empty(t, keygen.Annotations["helm.sh/hook"], "the keygen Job is part of the release, not a hook")
 		c := keygen.Spec.Template.Spec.Containers[0]

@@ -27,6 +27,10 @@
         - --wait-parent
         - --hosts-file=/minicluster/config/hosts
         - --topology={{ .Values.flux.topology }}
+        # Deleted with its namespace, it deletes the Job and exits with this code, which fails the
+        # Job too (broker-job.yaml): either lets Kubernetes remove the pods.
+        - --namespace-deleted-code={{ include "minicluster.exitNamespaceDeleted" . }}
+        - --job={{ include "minicluster.fullname" . }}
       env:
         - name: POD_NAMESPACE
           valueFrom:

@@ -44,6 +44,9 @@ constraint replaces the default spreading a Service's pods get anyway, at the sa
 {{/* Exit code of a broker that cannot start (a config or certificate problem): the Job fails at once with it. */}}
 {{- define "minicluster.exitCannotStart" -}}78{{- end -}}
 
+{{/* Exit code of the keys container of a broker pod deleted with its namespace: the Job fails with it, which lets the namespace go. */}}
+{{- define "minicluster.exitNamespaceDeleted" -}}79{{- end -}}
+
 {{/* minicluster.podTemplate is the Job's pod template. Nothing in it may depend on size or on the
 chart version: Kubernetes cannot change a Job's pod template, and a resize must still apply. */}}
 {{- define "minicluster.podTemplate" -}}

@@ -46,6 +46,12 @@ func defaultEnv() env {
 // usageError marks errors in how the command was called (exit 2).
 type usageError struct{ error }
 
+// codeError ends the command with its own exit code (the sidecar's --namespace-deleted-code).
+type codeError struct {
+	error
+	code int
+}
+
 func run(args []string, stdout, stderr io.Writer, e env) int {
 	e.stdout, e.stderr = stdout, stderr
 	cmd := newRootCmd(e)
@@ -62,6 +68,10 @@ func run(args []string, stdout, stderr io.Writer, e env) int {
 	var invalid sidecar.InvalidKeyError
 	if errors.As(err, &invalid) {
 		return exitConfig
+	}
+	var coded codeError
+	if errors.As(err, &coded) {
+		return coded.code
 	}
 	return exitFailure
 }
@@ -88,7 +98,8 @@ flux's reader would reject (e.g. '_', ',' or quotes in a value) is refused up fr
                               the chart's broker pods run it in their keys container
 
 Exit codes: 0 success, 1 failure (the reason is printed on one line), 2 bad usage, 78 an
-invalid key object (sidecar).`
+invalid key object (sidecar), --namespace-deleted-code when the namespace is being deleted
+(sidecar).`
 
 func newRootCmd(e env) *cobra.Command {
 	var name string

@@ -39,8 +39,17 @@ parent and exits, with no files for an entrypoint.
 With --readiness-addr it answers the broker container's readiness probe there: GET /readyz is
 200 while --out holds .online, which the entrypoint writes once Flux counts the broker online.
 
-It reads only the named objects (get, list and watch with a metadata.name field selector) and
-the Service's EndpointSlices; it never writes to the API server.`
+With --namespace-deleted-code N it asks at its end (the broker's container ended, or SIGTERM)
+whether its namespace is being deleted, and if so deletes the Job --job (when given) and exits
+N, on which the chart's Job fails (podFailurePolicy). Either lets Kubernetes remove the pods:
+otherwise the Job controller keeps each failed broker pod until its replacement exists, which a
+namespace being deleted never allows, and kubectl delete namespace waits for ever. The failure
+alone can wait 5 minutes or more (after a replacement the namespace refused, the controller
+holds back the Job's end until it stops expecting that pod); a deleted Job lets go at once.
+
+It reads only the named objects (get, list and watch with a metadata.name field selector), the
+Service's EndpointSlices and, with --namespace-deleted-code, its namespace; it writes nothing
+to the API server but the deletion of --job when its namespace is being deleted.`
 
 func newSidecarCmd(e env) *cobra.Command {
 	var o sidecar.Options
@@ -48,6 +57,8 @@ func newSidecarCmd(e env) *cobra.Command {
 	var hostsFile, topology, readinessAddr string
 	var waitParent, once bool
 	var apiServer string
+	var namespaceDeletedCode int
+	var job string
 	cmd := &cobra.Command{
 		Use:   "sidecar --out DIR [--curve-name N --storage Secret|ConfigMap] [--munge-name M] [--wait-parent --hosts-file F --topology T] [--once]",
 		Short: "Beside a broker: wait for the release's keys (and the parent broker's endpoint), write them to a directory",
@@ -85,12 +96,23 @@ func newSidecarCmd(e env) *cobra.Command {
 			if once {
 				return fetch()
 			}
+			if namespaceDeletedCode < 0 || namespaceDeletedCode > 255 {
+				return usageError{fmt.Errorf("--namespace-deleted-code=%d is not an exit code: give 1 to 255 (0: never ask)", namespaceDeletedCode)}
+			}
+			// At the end, whatever ended it: a pod deleted with its namespace exits with the code.
+			ended := func(err error) error {
+				if namespaceDeletedCode == 0 {
+					return err
+				}
+				api.defaults(e, &o.Namespace)
+				return namespaceEnd(cmd.Context(), e, api.kubeconfig, o.Namespace, job, namespaceDeletedCode, err)
+			}
 			if readinessAddr != "" {
 				ln, err := net.Listen("tcp", readinessAddr)
 				if err != nil {
 					// Told to the entrypoint like any other failure: the broker does not start.
 					err = fmt.Errorf("the readiness probe's port: %w (set flux.readinessPort to a port no other container of the pod uses)", err)
-					return sidecar.RunBesideBroker(o.Out, func() error { return err }, e.signals(), e.stderr)
+					return ended(sidecar.RunBesideBroker(o.Out, func() error { return err }, e.signals(), e.stderr))
 				}
 				ctx, stop := context.WithCancel(cmd.Context())
 				defer stop()
@@ -100,7 +122,7 @@ func newSidecarCmd(e env) *cobra.Command {
 					}
 				}()
 			}
-			return sidecar.RunBesideBroker(o.Out, fetch, e.signals(), e.stderr)
+			return ended(sidecar.RunBesideBroker(o.Out, fetch, e.signals(), e.stderr))
 		},
 	}
 	f := cmd.Flags()
@@ -115,7 +137,40 @@ func newSidecarCmd(e env) *cobra.Command {
 	f.StringVar(&readinessAddr, "readiness-addr", "", "serve the broker container's readiness probe here (GET /readyz: 200 once the entrypoint wrote .online in --out)")
 	f.StringVar(&apiServer, "api-server", "", "on the lead (index 0), copy this image's minicluster-api to this path, for the broker's container to run")
 	f.BoolVar(&once, "once", false, "write the keys (and wait for the parent), then exit: no files for a broker's entrypoint")
+	f.IntVar(&namespaceDeletedCode, "namespace-deleted-code", 0, "at the end, exit with this code when the namespace is being deleted (0: never ask)")
+	f.StringVar(&job, "job", "", "with --namespace-deleted-code: the broker Job, deleted when the namespace is being deleted")
 	return cmd
+}
+
+// namespaceAskTimeout bounds the question at the end: the pod is being stopped, and the kubelet
+// kills it at the end of its grace period.
+const namespaceAskTimeout = 5 * time.Second
+
+// namespaceEnd returns a codeError with code when the namespace is being deleted, after deleting
+// job (when not empty), else err (the sidecar's own outcome). An answer that does not come is
+// said on stderr and changes nothing.
+func namespaceEnd(ctx context.Context, e env, kubeconfig, namespace, job string, code int, err error) error {
+	client, cerr := e.newClient(kubeconfig)
+	if cerr != nil {
+		fmt.Fprintf(e.stderr, "flux-keygen: cannot ask whether the namespace is being deleted: %v\n", cerr)
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, namespaceAskTimeout)
+	defer cancel()
+	deleted, derr := sidecar.NamespaceDeleted(ctx, client, namespace)
+	if derr != nil {
+		fmt.Fprintf(e.stderr, "flux-keygen: cannot tell whether the namespace is being deleted: %v\n", derr)
+		return err
+	}
+	if !deleted {
+		return err
+	}
+	if job != "" {
+		if jerr := sidecar.DeleteJob(ctx, client, namespace, job); jerr != nil {
+			fmt.Fprintf(e.stderr, "flux-keygen: the namespace is being deleted: %v\n", jerr)
+		}
+	}
+	return codeError{fmt.Errorf("the namespace %s is being deleted: exit %d fails the Job, so that Kubernetes can remove its pods", namespace, code), code}
 }
 
 // parentOf finds this pod's parent broker and its Service from the pod's environment.

@@ -8,7 +8,11 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/minicluster/minicluster/keygen/sidecar"
@@ -163,5 +167,59 @@ func TestSidecarBesideBroker(t *testing.T) {
 	held.Close()
 	if res, ok := r.ended(t, 5*time.Second); !ok || res.code != exitFailure {
 		t.Fatalf("failure: ended %v, %+v; want exit 1", ok, res)
+	}
+}
+
+// TestSidecarNamespaceDeleted: with --namespace-deleted-code the sidecar deletes the Job --job and
+// exits with that code when its namespace is being deleted (at SIGTERM or when the broker
+// ended), and does as before when it is not or when it cannot tell.
+func TestSidecarNamespaceDeleted(t *testing.T) {
+	now := metav1.NewTime(time.Now())
+	for _, c := range []struct {
+		name      string
+		namespace *corev1.Namespace
+		byBroker  bool // the broker's container ends first, not a signal
+		want      int
+		stderr    string
+	}{
+		{"being deleted, SIGTERM", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns1", DeletionTimestamp: &now, Finalizers: []string{"kubernetes"}}}, false, 79, "the namespace ns1 is being deleted: exit 79"},
+		{"being deleted, broker ended", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns1", DeletionTimestamp: &now, Finalizers: []string{"kubernetes"}}}, true, 79, "the namespace ns1 is being deleted"},
+		{"live", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns1"}}, false, exitOK, ""},
+		{"unreadable", nil, false, exitOK, "cannot tell whether the namespace is being deleted"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			objs := []runtime.Object{&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "r1", Namespace: "ns1"}}}
+			if c.namespace != nil {
+				objs = append(objs, c.namespace)
+			}
+			client := fake.NewClientset(objs...)
+			e := testEnv(client, map[string]string{"POD_NAMESPACE": "ns1"})
+			if code, out, errs := runCLI(t, e, "kube", "--release=r1"); code != exitOK {
+				t.Fatalf("keygen: exit %d %s %s", code, out, errs)
+			}
+			r := startBeside(t, client, "--curve-name=r1-curve", "--namespace-deleted-code=79", "--job=r1")
+			held := r.hold(t)
+			defer held.Close()
+			r.await(t, sidecar.Ready)
+			if c.byBroker {
+				held.Close()
+			} else {
+				r.stop <- os.Interrupt
+			}
+			res, ok := r.ended(t, 10*time.Second)
+			if !ok || res.code != c.want || !strings.Contains(res.stderr, c.stderr) {
+				t.Fatalf("ended %v, %+v; want exit %d and %q on stderr", ok, res, c.want, c.stderr)
+			}
+			if c.stderr == "" && res.stderr != "" {
+				t.Errorf("stderr %q, want nothing", res.stderr)
+			}
+			_, err := client.BatchV1().Jobs("ns1").Get(context.Background(), "r1", metav1.GetOptions{})
+			if deleted := apierrors.IsNotFound(err); deleted != (c.want == 79) {
+				t.Errorf("the Job deleted: %v (%v), want %v", deleted, err, c.want == 79)
+			}
+		})
+	}
+	if code, _, errs := runCLI(t, testEnv(fake.NewClientset(), nil), "sidecar", "--out=/tmp", "--namespace-deleted-code=300"); code != exitUsage || !strings.Contains(errs, "--namespace-deleted-code=300 is not an exit code") {
+		t.Errorf("--namespace-deleted-code=300: exit %d %s, want a usage error naming it", code, errs)
 	}
 }

@@ -1,0 +1,96 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// namespaceDeletedWithin is how long deleting the namespace of a running MiniCluster of 6 may
+// take.
+const namespaceDeletedWithin = time.Minute
+
+// newFloorNamespace makes a namespace with a plain Job (one failure count for the whole Job) of
+// size pods that end at once on SIGTERM, and waits until they run: what Kubernetes alone needs
+// to delete a namespace of running Job pods, measured beside a MiniCluster's.
+func newFloorNamespace(t *testing.T, size int) string {
+	t.Helper()
+	ns := newNamespace(t, "ns-floor")
+	job := indexedJob("floor", size, corev1.PodSpec{Containers: []corev1.Container{{
+		Name: "floor", Image: testsImage, ImagePullPolicy: corev1.PullIfNotPresent,
+		Command: []string{"/bin/sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"},
+	}}})
+	if _, err := kube.BatchV1().Jobs(ns).Create(context.Background(), job, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Minute, fmt.Sprintf("%d floor pods running", size), func() (bool, string) {
+		pods, err := kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "job-name=floor"})
+		if err != nil {
+			return false, err.Error()
+		}
+		running := 0
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning {
+				running++
+			}
+		}
+		return running == size, fmt.Sprintf("%d running", running)
+	})
+	return ns
+}
+
+// checkNamespaceDeleted deletes the namespace of the running MiniCluster r and the floor's
+// namespace at the same moment, and checks that r's is gone within namespaceDeletedWithin and
+// that its broker pods' keys containers ended with exit 79 (having deleted the Job): that is
+// what lets the Job controller release the pods it would keep for replacements that a namespace
+// being deleted never allows.
+func checkNamespaceDeleted(t *testing.T, r *release, floorNS string) {
+	t.Helper()
+	ctx := context.Background()
+	start := time.Now()
+	for _, ns := range []string{r.ns, floorNS} {
+		if err := kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gone := map[string]time.Duration{}
+	keysExits := map[string]int32{} // pod: its keys container's exit code
+	poll(t, 3*time.Minute, 250*time.Millisecond, "both namespaces gone", func() (bool, string) {
+		if pods, err := kube.CoreV1().Pods(r.ns).List(ctx, brokerSelector(r.name)); err == nil {
+			for _, p := range pods.Items {
+				for _, cs := range p.Status.ContainerStatuses {
+					if cs.Name == "keys" && cs.State.Terminated != nil {
+						keysExits[p.Name] = cs.State.Terminated.ExitCode
+					}
+				}
+			}
+		}
+		for _, ns := range []string{r.ns, floorNS} {
+			if _, ok := gone[ns]; ok {
+				continue
+			}
+			if _, err := kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+				gone[ns] = time.Since(start)
+			}
+		}
+		return len(gone) == 2, fmt.Sprintf("gone after: %v; keys containers' exits: %v", gone, keysExits)
+	})
+	t.Logf("namespace deleted: the MiniCluster's in %.1f s, the floor's (a plain Job of pods that end at once) in %.1f s; keys containers' exits: %v",
+		gone[r.ns].Seconds(), gone[floorNS].Seconds(), keysExits)
+	if gone[r.ns] > namespaceDeletedWithin {
+		t.Errorf("the MiniCluster's namespace took %.1f s to go, want at most %v (the floor took %.1f s)",
+			gone[r.ns].Seconds(), namespaceDeletedWithin, gone[floorNS].Seconds())
+	}
+	if !slices.Contains(slices.Collect(maps.Values(keysExits)), 79) {
+		t.Errorf("no keys container ended with exit 79 (the namespace is being deleted): %v", keysExits)
+	}
+}
