@@ -537,6 +537,7 @@ run_broker() {
   fi
   pid=$!
   watch_online "$pid" 3<&- 4<&- &
+  watcher=$!
   # A SIGTERM between the rm above and here found no broker to stop.
   if [ -n "$stopping" ]; then stop_broker; fi
   # wait returns early when SIGTERM arrives; wait again until the broker is gone.
@@ -547,6 +548,10 @@ run_broker() {
     wait "$pid" 2>/dev/null || status=$?
   done
   pid=
+  # The watcher may have seen the broker alive just before it went: it ends before .online is
+  # removed, so that it cannot write it after.
+  kill "$watcher" 2>/dev/null || true
+  wait "$watcher" 2>/dev/null || true
   rm -f "$online_mark"
   # A worker that has joined its parent once has a config and a certificate that work.
   if [ -e "$joined_mark" ]; then joined_once=true; fi
