@@ -39,6 +39,10 @@ E2E_AUTH = $(if $(CLUSTER_REGISTRY),,$(if $(LOCAL_CLUSTER),$(shell source ci/clu
 E2E_KUBECONFIG = $(or $(KUBECONFIG),$(CLUSTER_DIR)/kubeconfig)
 # push-images DIR REGISTRY FLAGS: the images of DIR, tagged VERSION, to REGISTRY (nothing when empty).
 push-images = $(if $(2),go run ./ci/push --registry "$(2)" --version $(VERSION) $(3) $(1))
+# push-e2e: ./bin/images to where the end-to-end tests' pods pull from (E2E_REGISTRY); push-local:
+# to the local cluster's registry (LOCAL_REGISTRY).
+push-e2e = $(call push-images,$(BIN)/images,$(E2E_REGISTRY)$(if $(E2E_REGISTRY),/minicluster),--insecure)
+push-local = $(call push-images,$(BIN)/images,$(LOCAL_REGISTRY)/minicluster,--insecure)
 # require-registry: make TARGET stops, saying how, when REGISTRY is not set.
 require-registry = @if [ -z "$(REGISTRY)" ]; then echo "make $@: set REGISTRY=host[:port][/path]$(1)" >&2; exit 1; fi
 
@@ -121,7 +125,7 @@ fuzz: ## short, bounded fuzz runs (FUZZ_TARGETS; FUZZ_EXECS overrides each budge
 	for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; rest=$${t#*:}; go test -run='^$$' -fuzz="^$${rest%%:*}$$" -fuzztime=$${FUZZ_EXECS:-$${rest#*:}}x "$$pkg" || exit 1; done
 
 e2e: build tools images ## end-to-end tests against the cluster in KUBECONFIG (default: the local one)
-	$(call push-images,$(BIN)/images,$(E2E_REGISTRY)$(if $(E2E_REGISTRY),/minicluster),--insecure)
+	$(push-e2e)
 	CLUSTER_REGISTRY=$(E2E_REGISTRY) $(E2E_AUTH) KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout 70m -v ./test/e2e/... ./keygen/kube/...
 
 # The simulated nodes of the scale tests: enough for 1,000 brokers by default (10 nodes of 110 pods).
@@ -132,12 +136,12 @@ e2e-kwok: build tools ## the end-to-end tests at scale (E2E_KWOK_SIZE=1000 broke
 	bash ci/kwok/up.sh
 	@# Only the keygen image is pulled for real (its Job runs on the real node); the brokers' never are.
 	go run ./ci/images --out $(BIN)/images --version $(VERSION)
-	$(call push-images,$(BIN)/images,$(LOCAL_REGISTRY)/minicluster,--insecure)
+	$(push-local)
 	CLUSTER_REGISTRY=$(LOCAL_REGISTRY) KUBECONFIG=$(CLUSTER_DIR)/kubeconfig MINICLUSTER_REQUIRE_KWOK=1 go test -tags e2e -count=1 -timeout 40m -v -run 'Kwok' ./test/e2e/...
 
 e2e-kueue: build tools images ## the Kueue tests (queue.name) with real Flux on the local cluster: kueue-up, the tests, kueue-down (also when they fail)
 	bash ci/kueue/up.sh
-	$(call push-images,$(BIN)/images,$(LOCAL_REGISTRY)/minicluster,--insecure) && \
+	$(push-local) && \
 	CLUSTER_REGISTRY=$(LOCAL_REGISTRY) KUBECONFIG=$(CLUSTER_DIR)/kubeconfig MINICLUSTER_REQUIRE_KUEUE=1 go test -tags e2e -count=1 -timeout 30m -v -run 'Kueue' ./test/e2e/...; \
 	rc=$$?; bash ci/kueue/down.sh; exit $$rc
 
@@ -152,7 +156,7 @@ export BENCH_RESULTS ?= $(ROOT)/docs/results
 bench-e2e: build tools images ## timings on the cluster in KUBECONFIG with real Flux, next to a bare indexed Job (the floor) and the Flux Operator; kwok at 1,000 on the local cluster; then docs/performance.md
 	bash ci/operator/build.sh
 	if [ -n "$(LOCAL_CLUSTER)" ] && [ "$(E2E_KUBECONFIG)" = "$(CLUSTER_DIR)/kubeconfig" ]; then bash ci/kwok/up.sh; fi
-	$(call push-images,$(BIN)/images,$(E2E_REGISTRY)$(if $(E2E_REGISTRY),/minicluster),--insecure)
+	$(push-e2e)
 	CLUSTER_REGISTRY=$(E2E_REGISTRY) KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout 90m -run '^$$' -bench 'Floor|MiniCluster|HPC|Kwok|Operator|Uninstall|API' -benchtime $${BENCHTIME:-3x} ./test/e2e/...
 	@# Sizes 6 to 64 and the overlay shapes at 64, once each (BENCH_SIZES, BENCH_TOPOLOGIES).
 	CLUSTER_REGISTRY=$(E2E_REGISTRY) KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout 90m -run '^$$' -bench 'Scale|Topology' -benchtime $${BENCH_SCALE_TIME:-1x} ./test/e2e/...

@@ -82,8 +82,9 @@ lock() {
 	export MINICLUSTER_LOCKED=1
 }
 
-say() { printf '%s\n' "$*"; }
-die() { printf 'cluster: %s\n' "$*" >&2; exit 1; }
+SAY_AS=${SAY_AS:-cluster}
+# shellcheck source=../lib/say.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/say.sh"
 
 # in_ns runs a command inside the cluster's network namespace (nsenter, not `ip netns exec`,
 # which remounts /sys under the kubelet's feet); in_node_ns inside node N_NS's.

@@ -33,10 +33,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib/progress.sh"
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 
-die() {
-	echo "flux: $*" >&2
-	exit 1
-}
+SAY_AS=flux
+# shellcheck source=../lib/say.sh
+source "$here/../lib/say.sh"
 
 # release_tarball VAR DIR NAME: the tarball $VAR names, or the single NAME-*.tar.gz in DIR.
 release_tarball() {

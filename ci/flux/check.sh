@@ -13,10 +13,9 @@
 # load Fluxion as its scheduler and flux-pmix for `-o pmi=pmix` from the view.
 set -euo pipefail
 
-die() {
-	echo "flux check: $*" >&2
-	exit 1
-}
+SAY_AS="flux check"
+# shellcheck source=../lib/say.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/say.sh"
 [[ $(id -u) == 0 ]] || die "needs root (chroot, mount)"
 dir=${1:-}
 if [[ -z $dir ]]; then

@@ -39,10 +39,10 @@ func jobCondition(job batchv1.Job, t batchv1.JobConditionType) bool {
 // fix is a CreateError; one that may pass (a ResourceQuota that is full now, a webhook that
 // does not answer) is returned to be said on log, and waited for. A user who may not list
 // events gets no more than before.
-func createFailures(ctx context.Context, client kubernetes.Interface, ns, release string) (string, error) {
-	jobs, err := client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: release})
+func createFailures(ctx context.Context, client kubernetes.Interface, ns, selector string) (string, error) {
+	jobs, err := client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
-		return "", fmt.Errorf("listing the Jobs of %s in %s: %w", release, ns, err)
+		return "", fmt.Errorf("listing the Jobs of %s in %s: %w", selector, ns, err)
 	}
 	var short []batchv1.Job
 	for _, job := range jobs.Items {
@@ -66,9 +66,9 @@ func createFailures(ctx context.Context, client kubernetes.Interface, ns, releas
 	}
 	// A refusal older than the Job's newest pod is history (a quota since raised, a LimitRange
 	// since widened): the Job has made a pod after it. Events live an hour.
-	pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: release})
+	pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
-		return "", fmt.Errorf("listing the pods of %s in %s: %w", release, ns, err)
+		return "", fmt.Errorf("listing the pods of %s in %s: %w", selector, ns, err)
 	}
 	newest := map[string]time.Time{}
 	for _, p := range pods.Items {
@@ -151,13 +151,13 @@ func waitable(ns, job, message string) string {
 
 // withCreateFailures adds to st why a Job of the release cannot create its pods (the Job's
 // FailedCreate events), or why Kueue will never admit it, or returns that as the error.
-func withCreateFailures(ctx context.Context, client kubernetes.Interface, opts Options, release string, st status) (status, error) {
-	tell, err := createFailures(ctx, client, opts.Namespace, release)
+func withCreateFailures(ctx context.Context, client kubernetes.Interface, opts Options, selector string, st status) (status, error) {
+	tell, err := createFailures(ctx, client, opts.Namespace, selector)
 	if err != nil {
 		return st, err
 	}
 	if opts.Workloads != nil {
-		if err := neverAdmitted(ctx, client, opts, release); err != nil {
+		if err := neverAdmitted(ctx, client, opts, selector); err != nil {
 			return st, err
 		}
 	}

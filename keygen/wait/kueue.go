@@ -58,10 +58,10 @@ func (e KueueError) Error() string {
 
 // neverAdmitted is a KueueError when the broker Job waits for a Workload that can never fit its
 // ClusterQueue.
-func neverAdmitted(ctx context.Context, client kubernetes.Interface, opts Options, release string) error {
-	jobs, err := client.BatchV1().Jobs(opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: release + ",app.kubernetes.io/component=broker"})
+func neverAdmitted(ctx context.Context, client kubernetes.Interface, opts Options, selector string) error {
+	jobs, err := client.BatchV1().Jobs(opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector + ",app.kubernetes.io/component=broker"})
 	if err != nil {
-		return fmt.Errorf("listing the broker Job of %s in %s: %w", release, opts.Namespace, err)
+		return fmt.Errorf("listing the broker Job of %s in %s: %w", selector, opts.Namespace, err)
 	}
 	if len(jobs.Items) != 1 || jobs.Items[0].Labels[QueueLabel] == "" {
 		return nil

@@ -170,6 +170,8 @@ func newPod(t *testing.T, opts helmtest.Options, index int) *pod {
 	p.write(t, "/fake/broker", "", 0o644)
 	p.write(t, "/minicluster/scripts/env.sh", moved(scripts.Data["env.sh"]), 0o555)
 	p.write(t, "/minicluster/scripts/helpers.sh", moved(scripts.Data["helpers.sh"]), 0o555)
+	p.write(t, "/minicluster/scripts/rc3.sh", moved(scripts.Data["rc3.sh"]), 0o555)
+	p.write(t, "/minicluster/scripts/broker-rc3.sh", moved(scripts.Data["broker-rc3.sh"]), 0o555)
 	wrapper := strings.Replace(moved(scripts.Data["flux"]), "#!/bin/sh\n", "#!"+busybox+" sh\n", 1)
 	require.True(t, strings.HasPrefix(wrapper, "#!"+busybox), "flux starts with #!/bin/sh")
 	p.write(t, "/minicluster/scripts/flux", wrapper, 0o555)
@@ -380,7 +382,7 @@ func TestEntrypointInteractiveLead(t *testing.T) {
 		"-Slog-stderr-mode=local",
 		"-Sbroker.cleanup-timeout=0s",
 		"-Stbon.topo=kary:8",
-		"-Sbroker.rc3_path=trap '' HUP; /bin/sh " + p.root + "/minicluster/scripts/rc3.sh " + p.root + "/minicluster/run/flux/rc3-plan flux modprobe rc3",
+		p.rc3Option("--"),
 		"-Sbroker.rc2_none=1"}, runs[0])
 	info, err := os.Stat(p.root + "/minicluster/run/flux")
 	require.NoError(t, err, "the broker's rundir")
@@ -656,10 +658,27 @@ func TestEntrypointState(t *testing.T) {
 		} else {
 			assert.Contains(t, out, "flux.state: no archive at "+state+" yet")
 		}
-		i := slices.IndexFunc(runs[0], func(a string) bool { return strings.HasPrefix(a, "-Sbroker.rc3_path=") })
-		require.GreaterOrEqual(t, i, 0)
-		assert.Contains(t, runs[0][i], "flux modprobe rc3; status=$?; if [ $status -eq 0 ] && [ -s "+tmp+" ]; then")
-		assert.Contains(t, runs[0][i], "mv -f "+tmp+" "+state)
+		run := p.root + "/minicluster/run/flux"
+		rc3 := p.rc3Option("--started '" + run + "/rc3-started' --state '" + state + "' '" + tmp + "' --done '" + run + "/rc3-done' --")
+		require.Contains(t, runs[0], rc3)
+		// The broker runs the option with a shell (SHELL); Flux's rc3 dumps the content.
+		for _, rc3Status := range []int{1, 0} {
+			require.NoError(t, os.MkdirAll(run, 0o700))
+			before, _ := os.ReadFile(state)
+			out := p.runRc3(t, rc3, tmp, rc3Status)
+			assert.FileExists(t, run+"/rc3-started")
+			assert.FileExists(t, run+"/rc3-done")
+			assert.NoFileExists(t, tmp, "the temporary dump is renamed or removed")
+			after, _ := os.ReadFile(state)
+			if rc3Status == 0 {
+				assert.Equal(t, "the new dump", string(after), out)
+				assert.Contains(t, out, "minicluster: flux.state: dumped to "+state)
+			} else {
+				assert.Equal(t, string(before), string(after), "an rc3 that failed leaves the archive: %s", out)
+				assert.Contains(t, out, "minicluster: flux.state: rc3 failed (status 1): the content dump did not finish; keeping the previous archive")
+			}
+			require.NoError(t, os.RemoveAll(run))
+		}
 	}
 	// A worker neither restores nor dumps.
 	p := newPod(t, helmtest.Options{Set: []string{"flux.state.enabled=true", "flux.state.storageClassName=local-path"}}, 1)
@@ -674,6 +693,35 @@ func TestEntrypointState(t *testing.T) {
 	for _, a := range p.brokerRuns(t)[0] {
 		assert.NotContains(t, a, "content.")
 	}
+	assert.Contains(t, p.brokerRuns(t)[0], p.rc3Option("--done '"+p.root+"/minicluster/run/flux/rc3-done' --"))
+}
+
+// runRc3 runs the broker's rc3_path option as the broker does (a shell's -c) with flux-core's
+// rc3 standing in as a flux that writes "the new dump" to dump and exits with status; it returns
+// the output. No rc3 plan: rc3.sh runs that rc3.
+func (p *pod) runRc3(t *testing.T, option, dump string, status int) string {
+	t.Helper()
+	bin := t.TempDir()
+	flux := fmt.Sprintf("#!/bin/sh\n[ \"$*\" = 'modprobe rc3' ] || exit 99\nprintf 'the new dump' > %q\nexit %d\n", dump, status)
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "flux"), []byte(flux), 0o755))
+	cmd := exec.Command("/bin/sh", "-c", strings.TrimPrefix(option, "-Sbroker.rc3_path="))
+	cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin"}
+	out, err := cmd.CombinedOutput()
+	if status == 0 {
+		require.NoError(t, err, "%s", out)
+	} else {
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit, "%s", out)
+		assert.Equal(t, status, exit.ExitCode(), "rc3's status is the option's: %s", out)
+	}
+	return string(out)
+}
+
+// rc3Option is the broker's rc3_path option that entrypoint.sh gives with broker-rc3.sh's
+// arguments args: rc3.sh with the plan and flux-core's rc3 (the fake flux's).
+func (p *pod) rc3Option(args string) string {
+	return "-Sbroker.rc3_path=trap '' HUP; exec /bin/sh " + p.root + "/minicluster/scripts/broker-rc3.sh " + args +
+		" /bin/sh " + p.root + "/minicluster/scripts/rc3.sh '" + p.root + "/minicluster/run/flux/rc3-plan' flux modprobe rc3"
 }
 
 func TestEntrypointBrokerOptionsStayWhole(t *testing.T) {
@@ -693,8 +741,7 @@ func TestEntrypointBrokerOptionsStayWhole(t *testing.T) {
 	runs := p.brokerRuns(t)
 	require.Len(t, runs, 2)
 	for _, run := range runs {
-		rc3 := "-Sbroker.rc3_path=trap '' HUP; /bin/sh " + p.root + "/minicluster/scripts/rc3.sh " + p.root + "/minicluster/run/flux/rc3-plan flux modprobe rc3"
-		assert.Equal(t, []string{"-Stbon.topo=kary:2", rc3, "-Sa=1", "-Sb=x y", "-Sc=*", "-Sd=$HOME", "-Sbroker.rc2_none=1"}, run[len(run)-7:])
+		assert.Equal(t, []string{"-Stbon.topo=kary:2", p.rc3Option("--"), "-Sa=1", "-Sb=x y", "-Sc=*", "-Sd=$HOME", "-Sbroker.rc2_none=1"}, run[len(run)-7:])
 	}
 }
 

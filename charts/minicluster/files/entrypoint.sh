@@ -8,6 +8,7 @@
 #   - A broker that fails within seconds of starting, three times running, cannot start (a
 #     config or certificate problem): exit MINICLUSTER_EXIT_CANNOT_START, which fails the Job.
 #   - SIGTERM (scale-down, uninstall, a deleted pod) stops the broker; the pod exits 143.
+# The functions below run in the order main (at the end) calls them.
 set -eu
 log() { printf 'minicluster[%s]: %s\n' "${JOB_COMPLETION_INDEX:-?}" "$*" >&2; }
 die() { log "error: $*"; exit "${MINICLUSTER_EXIT_CANNOT_START:-78}"; }
@@ -21,6 +22,25 @@ if [ "${MINICLUSTER_QUIET:-false}" = true ]; then
     exit "${MINICLUSTER_EXIT_CANNOT_START:-78}"
   }
 fi
+
+config=/minicluster/config
+run=/minicluster/run
+# Marks in the broker's rundir. A worker's broker (modprobe-rc1.py) leaves "joined" as its rc1
+# starts and "stopping" as it begins to stop (on_term too); rc1-done as its rc1 ends. The
+# broker's rc3 (broker-rc3.sh) leaves rc3-started and rc3-done. Each start of the broker
+# begins without them.
+joined_mark=$run/flux/joined
+stopping_mark=$run/flux/stopping
+rc1_done_mark=$run/flux/rc1-done
+rc3_started=$run/flux/rc3-started
+rc3_done=$run/flux/rc3-done
+# Readiness: the keys container serves this file to the kubelet's probe (watch_online).
+online_mark=/minicluster/keys/.online
+# POST /v1/service/stop leaves this behind: the instance was stopped on purpose.
+api_stopped=$run/api-stopped
+# Fast exit: the command's wrapper writes its status here (initial_program).
+command_status=$run/command-status
+
 # commands.* (the operator's): user_command NAME SCRIPT [shown] runs SCRIPT with /bin/sh.
 # logging.quiet discards its output unless shown (post's is); a failure is logged and ignored,
 # or with logging.strict ends the pod with its status (the operator's `set -e`).
@@ -41,63 +61,86 @@ user_command() {
   fi
   return 0
 }
-user_command init "${MINICLUSTER_CMD_INIT:-}"
 
-index=${JOB_COMPLETION_INDEX:?this pod must belong to an indexed Job (JOB_COMPLETION_INDEX is unset)}
-config=/minicluster/config
-run=/minicluster/run
-hosts=$(cat "$config/hosts")
-size=$(cat "$config/size")
+# quote WORD sets quoted to WORD in single quotes, as the shell reads it back (eval).
+quote() {
+  quote_rest=$1
+  quoted=
+  while :; do
+    case $quote_rest in
+      *\'*)
+        quoted="$quoted${quote_rest%%\'*}'\\''"
+        quote_rest=${quote_rest#*\'}
+        ;;
+      *) break ;;
+    esac
+  done
+  quoted="'$quoted$quote_rest'"
+}
+# broker_args holds the arguments of `flux broker`, each quoted (POSIX sh has no arrays);
+# add_args WORD... appends words to it, and supervise gets them back with eval.
+broker_args=
+add_args() {
+  for word; do
+    quote "$word"
+    broker_args="$broker_args $quoted"
+  done
+}
 
-# The helper containers (the keys step; the copy of the view) start with this one, each with
-# a directory here (MINICLUSTER_HELPERS). Each makes the FIFO .alive there and ends when no
-# one holds it open: hold it (fds 3, 4) for as long as this container lives, first, so that
-# no way out of this script leaves a helper running. Then wait for each one's .ready;
-# .invalid (a broken key: the broker cannot start) or .failed ends this container.
+# wait_for_helpers: the helper containers (the keys step; the copy of the view) start with
+# this one, each with a directory here (MINICLUSTER_HELPERS). Each makes the FIFO .alive there
+# and ends when no one holds it open: hold it (fds 3, 4) for as long as this container lives,
+# first, so that no way out of this script leaves a helper running. Then wait for each one's
+# .ready; .invalid (a broken key: the broker cannot start) or .failed ends this container.
 # .ended, written on the way out in the keys volume (the one this container may write and
 # every helper sees), tells a helper that opened its FIFO too late.
-# shellcheck source=helpers.sh
-. /minicluster/scripts/helpers.sh
 helpers_ended() {
   (: > /minicluster/keys/.ended) 2>/dev/null || true
 }
-trap helpers_ended EXIT
-fd=3
-for dir in ${MINICLUSTER_HELPERS:-}; do
-  until [ -p "$dir/.alive" ] || [ -f "$dir/.failed" ]; do pause; done
-  if [ -p "$dir/.alive" ]; then
-    eval "exec $fd<>\"\$dir/.alive\""
-    fd=$((fd + 1))
-  fi
-done
-helpers_status=0
-helpers_wait 0 || helpers_status=$?
-case $helpers_status in
-  0) ;;
-  2) die "$helpers_error" ;;
-  *) log "error: $helpers_error"; exit 1 ;;
-esac
+wait_for_helpers() {
+  trap helpers_ended EXIT
+  fd=3
+  for dir in ${MINICLUSTER_HELPERS:-}; do
+    until [ -p "$dir/.alive" ] || [ -f "$dir/.failed" ]; do pause; done
+    if [ -p "$dir/.alive" ]; then
+      eval "exec $fd<>\"\$dir/.alive\""
+      fd=$((fd + 1))
+    fi
+  done
+  helpers_status=0
+  helpers_wait 0 || helpers_status=$?
+  case $helpers_status in
+    0) ;;
+    2) die "$helpers_error" ;;
+    *) log "error: $helpers_error"; exit 1 ;;
+  esac
+}
 
-. /minicluster/scripts/env.sh
-flux_cmd=$(real_flux)
-if [ -z "$flux_cmd" ]; then
+# find_flux sets flux_cmd, and where this Flux lives (flux_root: the view, or the prefix of
+# the image's flux command) and how to name it (flux_from). Fluxion and flux-pmix may sit
+# there rather than in flux-core's own prefix (a spack view links every package's files into
+# one tree).
+find_flux() {
+  flux_cmd=$(real_flux)
+  if [ -z "$flux_cmd" ]; then
+    if [ -n "${MINICLUSTER_FLUX_VIEW:-}" ]; then
+      die "flux is not in the flux view at $MINICLUSTER_FLUX_VIEW/bin: set flux.view.image to a Flux view image (e.g. ghcr.io/converged-computing/flux-view-ubuntu:tag-noble)"
+    fi
+    die "flux is not on PATH in image $MINICLUSTER_IMAGE: set flux.view.enabled=true to copy Flux from a view image, or set image to one that has Flux installed"
+  fi
   if [ -n "${MINICLUSTER_FLUX_VIEW:-}" ]; then
-    die "flux is not in the flux view at $MINICLUSTER_FLUX_VIEW/bin: set flux.view.image to a Flux view image (e.g. ghcr.io/converged-computing/flux-view-ubuntu:tag-noble)"
+    flux_root=$MINICLUSTER_FLUX_VIEW
+    flux_from="the flux view of $MINICLUSTER_FLUX_VIEW_IMAGE"
+  else
+    flux_root=$(dirname "$(dirname "$flux_cmd")")
+    flux_from="image $MINICLUSTER_IMAGE"
   fi
-  die "flux is not on PATH in image $MINICLUSTER_IMAGE: set flux.view.enabled=true to copy Flux from a view image, or set image to one that has Flux installed"
-fi
+}
 
-# Where this Flux lives: the view, or the prefix of the image's flux command. Fluxion and
-# flux-pmix may sit there rather than in flux-core's own prefix (a spack view links every
-# package's files into one tree).
-if [ -n "${MINICLUSTER_FLUX_VIEW:-}" ]; then
-  flux_root=$MINICLUSTER_FLUX_VIEW
-  flux_from="the flux view of $MINICLUSTER_FLUX_VIEW_IMAGE"
-else
-  flux_root=$(dirname "$(dirname "$flux_cmd")")
-  flux_from="image $MINICLUSTER_IMAGE"
-fi
-if [ "$MINICLUSTER_SCHEDULER" = fluxion ]; then
+# use_fluxion (flux.scheduler=fluxion) points Flux at Fluxion where it sits beside this Flux,
+# or fails when this Flux has none.
+use_fluxion() {
+  [ "$MINICLUSTER_SCHEDULER" = fluxion ] || return 0
   confdir=$(flux config builtin confdir 2>/dev/null || true)
   if [ -f "$flux_root/etc/flux/modprobe/modprobe.d/fluxion.toml" ]; then
     # flux modprobe reads Fluxion's modprobe.d/fluxion.toml (its modules outrank
@@ -109,66 +152,78 @@ if [ "$MINICLUSTER_SCHEDULER" = fluxion ]; then
   elif [ ! -f "$confdir/modprobe/modprobe.d/fluxion.toml" ]; then
     die "flux.scheduler=fluxion, but $flux_from has no Fluxion (flux-sched): no etc/flux/modprobe/modprobe.d/fluxion.toml in $flux_root or in flux-core's ${confdir:-confdir}. Use a Flux with flux-sched (the Flux Operator's flux-view-* images have it), or set flux.scheduler=simple"
   fi
-fi
-# Fluxion's default resource options limit what it reads of a hwloc topology
-# (load-allowlist), which R from `flux R encode` does not carry: without them it does not
-# warn "allowlist unsupported" at every start. Options of your own (env) are kept.
-if [ "$MINICLUSTER_SCHEDULER" = fluxion ] && [ -z "${FLUXION_RESOURCE_OPTIONS+set}" ]; then
-  FLUXION_RESOURCE_OPTIONS=
-  export FLUXION_RESOURCE_OPTIONS
-fi
-# flux-pmix, for OpenMPI (`flux run -o pmi=pmix`): its shell plugin, where the job shells look.
-pluginpath=$(flux config builtin shell_pluginpath 2>/dev/null || true)
-if [ -f "$pluginpath/pmix.so" ]; then
-  pmix_plugins=$pluginpath
-elif [ -f "$flux_root/lib/flux/shell/plugins/pmix.so" ]; then
-  pmix_plugins=$flux_root/lib/flux/shell/plugins
-else
-  pmix_plugins=
-fi
-case $MINICLUSTER_COMMAND in
-  *pmi=*pmix*)
-    [ -n "$pmix_plugins" ] || die "the command asks for -o pmi=pmix (OpenMPI's PMIx, served by flux-pmix), but $flux_from has no flux-pmix: no lib/flux/shell/plugins/pmix.so in $flux_root or in ${pluginpath:-the shell plugin path of flux-core}. Use a Flux with flux-pmix (the Flux Operator's flux-view-* images have it), or an MPI that Flux's own PMI serves (MPICH: no -o pmi=pmix)"
-    ;;
-esac
+  # Fluxion's default resource options limit what it reads of a hwloc topology
+  # (load-allowlist), which R from `flux R encode` does not carry: without them it does not
+  # warn "allowlist unsupported" at every start. Options of your own (env) are kept.
+  if [ -z "${FLUXION_RESOURCE_OPTIONS+set}" ]; then
+    FLUXION_RESOURCE_OPTIONS=
+    export FLUXION_RESOURCE_OPTIONS
+  fi
+}
 
-# commands.pre on every broker, then brokerPre on the lead or workerPre on the others.
-user_command pre "${MINICLUSTER_CMD_PRE:-}"
-if [ "$index" -eq 0 ]; then
-  user_command brokerPre "${MINICLUSTER_CMD_BROKER_PRE:-}"
-else
-  user_command workerPre "${MINICLUSTER_CMD_WORKER_PRE:-}"
-fi
+# find_pmix sets pmix_plugins to where flux-pmix's shell plugin is (for OpenMPI: `flux run -o
+# pmi=pmix`), empty when nowhere, and pluginpath to where the job shells look; a command that
+# asks for it without it cannot run.
+find_pmix() {
+  pluginpath=$(flux config builtin shell_pluginpath 2>/dev/null || true)
+  if [ -f "$pluginpath/pmix.so" ]; then
+    pmix_plugins=$pluginpath
+  elif [ -f "$flux_root/lib/flux/shell/plugins/pmix.so" ]; then
+    pmix_plugins=$flux_root/lib/flux/shell/plugins
+  else
+    pmix_plugins=
+  fi
+  case $MINICLUSTER_COMMAND in
+    *pmi=*pmix*)
+      [ -n "$pmix_plugins" ] || die "the command asks for -o pmi=pmix (OpenMPI's PMIx, served by flux-pmix), but $flux_from has no flux-pmix: no lib/flux/shell/plugins/pmix.so in $flux_root or in ${pluginpath:-the shell plugin path of flux-core}. Use a Flux with flux-pmix (the Flux Operator's flux-view-* images have it), or an MPI that Flux's own PMI serves (MPICH: no -o pmi=pmix)"
+      ;;
+  esac
+}
 
-# Flux refuses a certificate that group or others can read: install a private copy, owned
-# by the user running Flux. Likewise the munge key.
-rm -f "$MINICLUSTER_CURVE_CERT"
-cp /minicluster/keys/curve.cert "$MINICLUSTER_CURVE_CERT"
-chmod 0400 "$MINICLUSTER_CURVE_CERT"
-if [ -f /minicluster/keys/munge.key ]; then
-  rm -f /etc/munge/munge.key
-  cp /minicluster/keys/munge.key /etc/munge/munge.key
-  chmod 0400 /etc/munge/munge.key
-fi
+# pre_commands: commands.pre on every broker, then brokerPre on the lead or workerPre on the
+# others.
+pre_commands() {
+  user_command pre "${MINICLUSTER_CMD_PRE:-}"
+  if [ "$index" -eq 0 ]; then
+    user_command brokerPre "${MINICLUSTER_CMD_BROKER_PRE:-}"
+  else
+    user_command workerPre "${MINICLUSTER_CMD_WORKER_PRE:-}"
+  fi
+}
 
-# Resources of all maxSize hosts (brokers that are not up are shown as down): each with
-# MINICLUSTER_CORES cores and MINICLUSTER_GPUS GPUs where the pod's limits (or values) say
-# so, or else what hwloc sees on this node.
+# install_keys: Flux refuses a certificate that group or others can read: install a private
+# copy, owned by the user running Flux. Likewise the munge key.
+install_keys() {
+  rm -f "$MINICLUSTER_CURVE_CERT"
+  cp /minicluster/keys/curve.cert "$MINICLUSTER_CURVE_CERT"
+  chmod 0400 "$MINICLUSTER_CURVE_CERT"
+  if [ -f /minicluster/keys/munge.key ]; then
+    rm -f /etc/munge/munge.key
+    cp /minicluster/keys/munge.key /etc/munge/munge.key
+    chmod 0400 /etc/munge/munge.key
+  fi
+}
+
+# encode_resources writes R, the resources of all maxSize hosts (brokers that are not up are
+# shown as down): each with MINICLUSTER_CORES cores and MINICLUSTER_GPUS GPUs where the pod's
+# limits (or values) say so, or else what hwloc sees on this node.
 ids() { if [ "$1" -eq 1 ]; then echo 0; else echo "0-$(($1 - 1))"; fi; }
-cores=${MINICLUSTER_CORES:-0}
-gpus=${MINICLUSTER_GPUS:-0}
-if [ "$gpus" -gt 0 ] && [ "$cores" -eq 0 ]; then cores=$(nproc); fi
-set -- --hosts="$hosts"
-if [ "$cores" -gt 0 ]; then set -- "$@" --cores="$(ids "$cores")"; else set -- "$@" --local; fi
-if [ "$gpus" -gt 0 ]; then set -- "$@" --gpus="$(ids "$gpus")"; fi
-flux R encode "$@" > "$MINICLUSTER_RESOURCE_PATH" ||
-  die "flux R encode $* failed: Flux cannot run in this image (see above)"
+encode_resources() {
+  cores=${MINICLUSTER_CORES:-0}
+  gpus=${MINICLUSTER_GPUS:-0}
+  if [ "$gpus" -gt 0 ] && [ "$cores" -eq 0 ]; then cores=$(nproc); fi
+  set -- --hosts="$hosts"
+  if [ "$cores" -gt 0 ]; then set -- "$@" --cores="$(ids "$cores")"; else set -- "$@" --local; fi
+  if [ "$gpus" -gt 0 ]; then set -- "$@" --gpus="$(ids "$gpus")"; fi
+  flux R encode "$@" > "$MINICLUSTER_RESOURCE_PATH" ||
+    die "flux R encode $* failed: Flux cannot run in this image (see above)"
+}
 
-# api.enabled: the lead serves the Flux RESTful API beside its broker, through the flux the
-# broker runs (the keys container copied the server here). It lives as long as this container
-# and outlasts the broker's restarts; a server that fails is started again.
-api_stopped=$run/api-stopped
-if [ "$index" -eq 0 ] && [ -n "${MINICLUSTER_API_PORT:-}" ]; then
+# start_api (api.enabled): the lead serves the Flux RESTful API beside its broker, through the
+# flux the broker runs (the keys container copied the server here). It lives as long as this
+# container and outlasts the broker's restarts; a server that fails is started again.
+start_api() {
+  if [ "$index" -ne 0 ] || [ -z "${MINICLUSTER_API_PORT:-}" ]; then return 0; fi
   set -- --listen=":$MINICLUSTER_API_PORT" --flux="$flux_cmd" --stop-marker="$api_stopped" --hosts="$hosts"
   if [ -d /minicluster/api/credentials ]; then set -- "$@" --credentials=/minicluster/api/credentials; else set -- "$@" --no-auth; fi
   if [ -d /minicluster/api/tls ]; then set -- "$@" --tls-cert=/minicluster/api/tls/tls.crt --tls-key=/minicluster/api/tls/tls.key; fi
@@ -178,45 +233,43 @@ if [ "$index" -eq 0 ] && [ -n "${MINICLUSTER_API_PORT:-}" ]; then
       sleep 1
     done
   ) 3<&- 4<&- &
-fi
+}
 
-# logging.quiet: the brokers log emergencies alone; logging.debug (not quiet): everything.
-if [ "${MINICLUSTER_QUIET:-false}" = true ]; then
-  MINICLUSTER_LOG_LEVEL=0
-elif [ "${MINICLUSTER_DEBUG:-false}" = true ]; then
-  MINICLUSTER_LOG_LEVEL=7
-fi
-set -- --config-path="$config" -Srundir="$run/flux" -Slocal-uri="local://$run/flux/local" \
-  -Sbroker.quorum="$size" -Stbon.connect_timeout="$MINICLUSTER_CONNECT_TIMEOUT" \
-  -Slog-stderr-level="$MINICLUSTER_LOG_LEVEL" -Slog-stderr-mode=local
-# The lead's job clean-up on SIGTERM. A worker's is only the marker below; it must finish.
-if [ "$index" -eq 0 ]; then
-  set -- "$@" -Sbroker.cleanup-timeout="${MINICLUSTER_CLEANUP_TIMEOUT:-0s}"
-fi
-if [ -n "$MINICLUSTER_TOPOLOGY" ]; then
-  set -- "$@" -Stbon.topo="$MINICLUSTER_TOPOLOGY"
-fi
-# logging.zeromq: ZeroMQ's debug messages of the overlay network.
-if [ "${MINICLUSTER_ZEROMQ:-false}" = true ]; then
-  set -- "$@" -Stbon.zmqdebug=1
-fi
-if [ -n "$pmix_plugins" ] && [ "$pmix_plugins" != "$pluginpath" ]; then
-  set -- "$@" -Sconf.shell_pluginpath="$pmix_plugins"
-fi
-# rc3 (unloading the modules) runs to its end. A worker the lead is already shutting down
-# gets SIGTERM too on uninstall; a signal during rc3 aborts it with SIGHUP, and a broker that
-# exits with its modules loaded waits 10 s for each of them (flux-core 0.88).
-# A worker's rc3 leaves rc3-done in its rundir as it ends (see stop_broker). Every broker's rc3
-# is rc3.sh: Flux's steps without Python where its rc1 left a plan (modprobe-rc1.py), else
-# Flux's own rc3.
-rc3_done=$run/flux/rc3-done
-# flux.state (MINICLUSTER_STATE, the lead's): the lead restores the archive an earlier lead
-# left there, and its rc3 dumps the content store to a temporary name (with the archive's
-# extension: flux dump picks the format from it) that only a whole rc3 renames to the archive,
-# so that a dump that fails or is cut short never replaces a good archive.
-state=
-rc3_started=$run/flux/rc3-started
-if [ "$index" -eq 0 ] && [ -n "${MINICLUSTER_STATE:-}" ]; then
+# broker_options: the broker's settings (broker_args).
+broker_options() {
+  # logging.quiet: the brokers log emergencies alone; logging.debug (not quiet): everything.
+  if [ "${MINICLUSTER_QUIET:-false}" = true ]; then
+    MINICLUSTER_LOG_LEVEL=0
+  elif [ "${MINICLUSTER_DEBUG:-false}" = true ]; then
+    MINICLUSTER_LOG_LEVEL=7
+  fi
+  add_args --config-path="$config" -Srundir="$run/flux" -Slocal-uri="local://$run/flux/local" \
+    -Sbroker.quorum="$size" -Stbon.connect_timeout="$MINICLUSTER_CONNECT_TIMEOUT" \
+    -Slog-stderr-level="$MINICLUSTER_LOG_LEVEL" -Slog-stderr-mode=local
+  # The lead's job clean-up on SIGTERM. A worker's is only the marker below; it must finish.
+  if [ "$index" -eq 0 ]; then
+    add_args -Sbroker.cleanup-timeout="${MINICLUSTER_CLEANUP_TIMEOUT:-0s}"
+  fi
+  if [ -n "$MINICLUSTER_TOPOLOGY" ]; then
+    add_args -Stbon.topo="$MINICLUSTER_TOPOLOGY"
+  fi
+  # logging.zeromq: ZeroMQ's debug messages of the overlay network.
+  if [ "${MINICLUSTER_ZEROMQ:-false}" = true ]; then
+    add_args -Stbon.zmqdebug=1
+  fi
+  if [ -n "$pmix_plugins" ] && [ "$pmix_plugins" != "$pluginpath" ]; then
+    add_args -Sconf.shell_pluginpath="$pmix_plugins"
+  fi
+}
+
+# state_options (flux.state, MINICLUSTER_STATE, the lead's): the lead restores the archive an
+# earlier lead left there, and dumps the content store to a temporary name, state_tmp (with
+# the archive's extension: flux dump picks the format from it), that only a whole rc3 renames
+# to the archive (broker-rc3.sh), so that a dump that fails or is cut short never replaces a
+# good archive. Sets state, empty without flux.state.
+state_options() {
+  state=
+  if [ "$index" -ne 0 ] || [ -z "${MINICLUSTER_STATE:-}" ]; then return 0; fi
   state=$MINICLUSTER_STATE
   state_tmp=$(dirname "$state")/.partial-$(basename "$state")
   [ -w "$(dirname "$state")" ] ||
@@ -224,75 +277,111 @@ if [ "$index" -eq 0 ] && [ -n "${MINICLUSTER_STATE:-}" ]; then
   rm -rf "$state_tmp"
   if [ -s "$state" ]; then
     log "flux.state: restoring Flux's state from $state ($(wc -c < "$state") bytes)"
-    set -- "$@" -Scontent.restore="$state"
+    add_args -Scontent.restore="$state"
   else
     log "flux.state: no archive at $state yet: Flux starts empty"
   fi
-  set -- "$@" -Scontent.dump="$state_tmp"
-fi
-if rc3=$(flux config builtin rc3_path 2>/dev/null) && [ -n "$rc3" ]; then
-  rc3="/bin/sh /minicluster/scripts/rc3.sh $run/flux/rc3-plan $rc3"
+  add_args -Scontent.dump="$state_tmp"
+}
+
+# rc3_option: rc3 (unloading the modules) runs to its end. A worker the lead is already
+# shutting down gets SIGTERM too on uninstall; a signal during rc3 aborts it with SIGHUP (sent
+# to rc3's process group), and a broker that exits with its modules loaded waits 10 s for each
+# of them (flux-core 0.88): the broker's shell ignores SIGHUP, and so does all it runs.
+# Every broker's rc3 is rc3.sh: Flux's steps without Python where its rc1 left a plan
+# (modprobe-rc1.py), else Flux's own rc3; broker-rc3.sh runs it, leaving the marks a worker's
+# (kill_after_rc3) and a lead's with flux.state (bound_dump) need, and keeping the dump.
+rc3_option() {
+  if ! rc3=$(flux config builtin rc3_path 2>/dev/null) || [ -z "$rc3" ]; then return 0; fi
+  marks=
   if [ -n "$state" ]; then
-    set -- "$@" -Sbroker.rc3_path="trap '' HUP; : > $rc3_started; $rc3; status=\$?; if [ \$status -eq 0 ] && [ -s $state_tmp ]; then sync $state_tmp 2>/dev/null; mv -f $state_tmp $state && echo \"minicluster: flux.state: dumped to $state\" >&2; else echo \"minicluster: flux.state: rc3 failed (status \$status): the content dump did not finish; keeping the previous archive\" >&2; rm -f $state_tmp; fi; : > $rc3_done; exit \$status"
-  elif [ "$index" -eq 0 ]; then
-    set -- "$@" -Sbroker.rc3_path="trap '' HUP; $rc3"
-  else
-    set -- "$@" -Sbroker.rc3_path="trap '' HUP; $rc3; status=\$?; : > $rc3_done; exit \$status"
+    quote "$rc3_started"
+    marks="--started $quoted"
+    quote "$state"
+    marks="$marks --state $quoted"
+    quote "$state_tmp"
+    marks="$marks $quoted"
   fi
-fi
-if [ -n "$MINICLUSTER_BROKER_OPTIONS" ]; then
+  if [ -n "$state" ] || [ "$index" -ne 0 ]; then
+    quote "$rc3_done"
+    marks="${marks:+$marks }--done $quoted"
+  fi
+  quote "$run/flux/rc3-plan"
+  add_args -Sbroker.rc3_path="trap '' HUP; exec /bin/sh /minicluster/scripts/broker-rc3.sh ${marks:+$marks }-- /bin/sh /minicluster/scripts/rc3.sh $quoted $rc3"
+}
+
+# user_broker_options: flux.brokerOptions, one a line, each whole.
+user_broker_options() {
+  [ -n "$MINICLUSTER_BROKER_OPTIONS" ] || return 0
   newline='
 '
   old_ifs=$IFS
   IFS=$newline
   set -f
   for option in $MINICLUSTER_BROKER_OPTIONS; do
-    set -- "$@" "$option"
+    add_args "$option"
   done
   set +f
   IFS=$old_ifs
-fi
-# No command: interactive, the instance stays up (no initial program). A command: ephemeral.
-ephemeral_lead=false
-if [ -n "$MINICLUSTER_COMMAND" ] && [ "$index" -eq 0 ]; then ephemeral_lead=true; fi
-# Fast exit (flux.ephemeralExit): the command's wrapper writes its status here and kills the
-# broker, so that the lead's pod ends with that status without Flux's orderly shutdown. The
-# command's output reaches the log directly (the broker's initial program inherits its stdio).
-command_status=$run/command-status
-fast_exit=false
-if [ "$ephemeral_lead" = true ] && [ "$MINICLUSTER_EPHEMERAL_EXIT" = fast ]; then
-  case $MINICLUSTER_BROKER_OPTIONS in
-    *content.dump*) log "flux.ephemeralExit=fast: brokerOptions ask for a content dump, which needs Flux's whole shutdown: taking it" ;;
-    *)
-      if [ -n "$state" ]; then
-        log "flux.ephemeralExit=fast: flux.state dumps the content store, which needs Flux's whole shutdown: taking it"
-      else
-        fast_exit=true
-      fi
-      ;;
-  esac
-fi
-if [ "$fast_exit" = true ]; then
-  # shellcheck disable=SC2016 # expanded by the wrapper's shell
-  set -- "$@" /bin/sh -c '"$@"; status=$?; echo "$status" > "$0"; kill -KILL "$(flux getattr broker.pid)"; exit "$status"' "$command_status"
-fi
-# commands.prefix: words put before the initial program (a wrapper such as `strace -f`);
-# logging.timed: the initial program is timed and its wall time printed as the operator does.
-if [ -n "$MINICLUSTER_COMMAND" ] && [ "$index" -eq 0 ]; then
-  if [ "${MINICLUSTER_TIMED:-false}" = true ]; then
-    # shellcheck disable=SC2016 # expanded by the timing shell
-    set -- "$@" /bin/sh -c 'start=$(date +%s); "$@"; status=$?; t=$(($(date +%s) - start)); printf "FLUXTIME fluxsubmit wall time %d:%02d\n" $((t / 60)) $((t % 60)) >&2; exit $status' timed
+}
+
+# initial_program: no command: interactive, the instance stays up (no initial program). A
+# command: ephemeral, the lead runs it. Sets ephemeral_lead and fast_exit.
+initial_program() {
+  ephemeral_lead=false
+  if [ -n "$MINICLUSTER_COMMAND" ] && [ "$index" -eq 0 ]; then ephemeral_lead=true; fi
+  # Fast exit (flux.ephemeralExit): the command's wrapper writes its status to command_status
+  # and kills the broker, so that the lead's pod ends with that status without Flux's orderly
+  # shutdown. The command's output reaches the log directly (the broker's initial program
+  # inherits its stdio).
+  fast_exit=false
+  if [ "$ephemeral_lead" = true ] && [ "$MINICLUSTER_EPHEMERAL_EXIT" = fast ]; then
+    case $MINICLUSTER_BROKER_OPTIONS in
+      *content.dump*) log "flux.ephemeralExit=fast: brokerOptions ask for a content dump, which needs Flux's whole shutdown: taking it" ;;
+      *)
+        if [ -n "$state" ]; then
+          log "flux.ephemeralExit=fast: flux.state dumps the content store, which needs Flux's whole shutdown: taking it"
+        else
+          fast_exit=true
+        fi
+        ;;
+    esac
   fi
-  set -f
-  # shellcheck disable=SC2086 # words, as the operator splits them
-  set -- "$@" ${MINICLUSTER_COMMAND_PREFIX:-}
-  set +f
-fi
-# batch (the operator's): each line of the command is a job of one `flux batch` (batch.raw:
-# the lines are the batch script as they are), outputs in batch.outputDir/job-<line>.out.
-submit_verbose=
-if [ "${MINICLUSTER_DEBUG:-false}" = true ]; then submit_verbose=-vvv; fi
-if [ -n "$MINICLUSTER_COMMAND" ] && [ "$index" -eq 0 ] && [ -n "${MINICLUSTER_BATCH:-}" ]; then
+  if [ "$fast_exit" = true ]; then
+    # shellcheck disable=SC2016 # expanded by the wrapper's shell
+    add_args /bin/sh -c '"$@"; status=$?; echo "$status" > "$0"; kill -KILL "$(flux getattr broker.pid)"; exit "$status"' "$command_status"
+  fi
+  # commands.prefix: words put before the initial program (a wrapper such as `strace -f`);
+  # logging.timed: the initial program is timed and its wall time printed as the operator does.
+  if [ "$ephemeral_lead" = true ]; then
+    if [ "${MINICLUSTER_TIMED:-false}" = true ]; then
+      # shellcheck disable=SC2016 # expanded by the timing shell
+      add_args /bin/sh -c 'start=$(date +%s); "$@"; status=$?; t=$(($(date +%s) - start)); printf "FLUXTIME fluxsubmit wall time %d:%02d\n" $((t / 60)) $((t % 60)) >&2; exit $status' timed
+    fi
+    set -f
+    # shellcheck disable=SC2086 # words, as the operator splits them
+    add_args ${MINICLUSTER_COMMAND_PREFIX:-}
+    set +f
+  fi
+  submit_verbose=
+  if [ "${MINICLUSTER_DEBUG:-false}" = true ]; then submit_verbose=-vvv; fi
+  if [ "$ephemeral_lead" = true ] && [ -n "${MINICLUSTER_BATCH:-}" ]; then
+    batch_program
+  elif [ -z "$MINICLUSTER_COMMAND" ]; then
+    add_args -Sbroker.rc2_none=1
+  elif [ "$MINICLUSTER_TASKS" -gt 0 ] && [ -n "$submit_verbose" ]; then
+    add_args flux submit "$submit_verbose" --quiet --watch -N "$size" -n "$MINICLUSTER_TASKS" /bin/sh -c "$MINICLUSTER_COMMAND"
+  elif [ "$MINICLUSTER_TASKS" -gt 0 ]; then
+    add_args flux submit --quiet --watch -N "$size" -n "$MINICLUSTER_TASKS" /bin/sh -c "$MINICLUSTER_COMMAND"
+  else
+    add_args /bin/sh -c "$MINICLUSTER_COMMAND"
+  fi
+}
+
+# batch_program (batch, the operator's): each line of the command is a job of one `flux batch`
+# (batch.raw: the lines are the batch script as they are), outputs in
+# batch.outputDir/job-<line>.out.
+batch_program() {
   outdir=${MINICLUSTER_BATCH_OUTPUT:-/tmp/fluxout}
   mkdir -p "$outdir"
   batch_script=$run/flux-job.batch
@@ -318,53 +407,44 @@ if [ -n "$MINICLUSTER_COMMAND" ] && [ "$index" -eq 0 ] && [ -n "${MINICLUSTER_BA
   else nodespec="-n $MINICLUSTER_TASKS"; fi
   batch_run="flux batch $nodespec $submit_verbose --flags waitable $batch_script && flux job wait --all"
   if [ "${MINICLUSTER_QUIET:-false}" = true ]; then batch_run="{ $batch_run; } > /dev/null 2>&1"; fi
-  set -- "$@" /bin/sh -c "$batch_run"
-elif [ -z "$MINICLUSTER_COMMAND" ]; then
-  set -- "$@" -Sbroker.rc2_none=1
-elif [ "$MINICLUSTER_TASKS" -gt 0 ] && [ -n "$submit_verbose" ]; then
-  set -- "$@" flux submit "$submit_verbose" --quiet --watch -N "$size" -n "$MINICLUSTER_TASKS" /bin/sh -c "$MINICLUSTER_COMMAND"
-elif [ "$MINICLUSTER_TASKS" -gt 0 ]; then
-  set -- "$@" flux submit --quiet --watch -N "$size" -n "$MINICLUSTER_TASKS" /bin/sh -c "$MINICLUSTER_COMMAND"
-else
-  set -- "$@" /bin/sh -c "$MINICLUSTER_COMMAND"
-fi
-if [ "$index" -eq 0 ]; then
-  log "lead broker: $size of hosts $hosts, quorum $size"
-fi
+  add_args /bin/sh -c "$batch_run"
+}
 
-# flux.wrap (flux start's --wrap): the comma-separated words run the broker's program,
-# flux-broker, found as flux start finds it: on FLUX_EXEC_PATH in Flux's environment.
-broker_path=
-if [ -n "${MINICLUSTER_WRAP:-}" ]; then
+# find_wrapped_broker (flux.wrap, flux start's --wrap): the comma-separated words run the
+# broker's program, flux-broker, found as flux start finds it: on FLUX_EXEC_PATH in Flux's
+# environment. Sets broker_path, empty without flux.wrap.
+find_wrapped_broker() {
+  broker_path=
+  [ -n "${MINICLUSTER_WRAP:-}" ] || return 0
   # shellcheck disable=SC2016 # expanded in Flux's environment
   broker_path=$(flux env /bin/sh -c 'IFS=:; for dir in $FLUX_EXEC_PATH; do if [ -x "$dir/flux-broker" ]; then echo "$dir/flux-broker"; exit 0; fi; done; exit 1') ||
     die "flux.wrap: no flux-broker on the FLUX_EXEC_PATH of $flux_from, so the broker cannot be wrapped as flux start --wrap does; set flux.wrap=\"\""
   log "flux.wrap: the brokers run as: $(printf '%s' "$MINICLUSTER_WRAP" | tr , ' ') $broker_path"
-fi
+}
 
-# Left in the broker's rundir by a worker's broker (modprobe-rc1.py): "joined" as its rc1
-# starts, "stopping" as it begins to stop (and by on_term). Each start of the broker begins
-# without them.
-joined_mark=$run/flux/joined
-stopping_mark=$run/flux/stopping
-FLUX_MODPROBE_PATH_APPEND=${FLUX_MODPROBE_PATH_APPEND:+$FLUX_MODPROBE_PATH_APPEND:}/minicluster/modprobe
-export FLUX_MODPROBE_PATH_APPEND
-# A worker's broker that has not joined its parent holds nothing yet: SIGTERM would only make
-# it run rc3, which fails without a parent, or be ignored while it loads its built-in modules
-# (Flux ignores signals then), leaving it waiting for a parent that is gone until the kubelet
-# kills it. Such a broker is killed at once. Only where "joined" will come: Flux's modprobe
-# rc1, which loads modprobe-rc1.py.
-kill_unjoined=false
-if [ "$index" -ne 0 ] && [ "$(flux config builtin rc1_path 2>/dev/null || true)" = "flux modprobe rc1" ]; then
-  case $MINICLUSTER_BROKER_OPTIONS in
-    *rc1_path*) ;;
-    *) kill_unjoined=true ;;
-  esac
-fi
-# After its rc3 a worker's broker says goodbye to its parent and waits up to 60 s for the
-# answer. When the lead has gone first (an ephemeral lead's fast exit, a lost lead), no answer
-# comes; the worker's jobs and modules are done by then, so it is killed 2 s after its rc3. So
-# is a lead with flux.state whose rc3 (the dump) failed and left its modules loaded.
+# use_modprobe_rc1 puts modprobe-rc1.py where Flux's modprobe rc1 finds it, and sets
+# kill_unjoined. A worker's broker that has not joined its parent holds nothing yet: SIGTERM
+# would only make it run rc3, which fails without a parent, or be ignored while it loads its
+# built-in modules (Flux ignores signals then), leaving it waiting for a parent that is gone
+# until the kubelet kills it. Such a broker is killed at once. Only where "joined" will come:
+# Flux's modprobe rc1, which loads modprobe-rc1.py.
+use_modprobe_rc1() {
+  FLUX_MODPROBE_PATH_APPEND=${FLUX_MODPROBE_PATH_APPEND:+$FLUX_MODPROBE_PATH_APPEND:}/minicluster/modprobe
+  export FLUX_MODPROBE_PATH_APPEND
+  kill_unjoined=false
+  if [ "$index" -ne 0 ] && [ "$(flux config builtin rc1_path 2>/dev/null || true)" = "flux modprobe rc1" ]; then
+    case $MINICLUSTER_BROKER_OPTIONS in
+      *rc1_path*) ;;
+      *) kill_unjoined=true ;;
+    esac
+  fi
+}
+
+# kill_after_rc3: after its rc3 a worker's broker says goodbye to its parent and waits up to
+# 60 s for the answer. When the lead has gone first (an ephemeral lead's fast exit, a lost
+# lead), no answer comes; the worker's jobs and modules are done by then, so it is killed 2 s
+# after its rc3. So is a lead with flux.state whose rc3 (the dump) failed and left its modules
+# loaded.
 kill_after_rc3() {
   (
     until [ -e "$rc3_done" ] || ! kill -0 "$pid" 2>/dev/null; do pause; done
@@ -375,9 +455,9 @@ kill_after_rc3() {
     fi
   ) 3<&- 4<&- &
 }
-# flux.state: once the lead's job clean-up is over and its rc3 (the dump) has started, the
-# broker has MINICLUSTER_STATE_DUMP_TIMEOUT seconds to finish it, so that a dump that hangs
-# ends the pod within terminationGracePeriodSeconds, keeping the previous archive.
+# bound_dump (flux.state): once the lead's job clean-up is over and its rc3 (the dump) has
+# started, the broker has MINICLUSTER_STATE_DUMP_TIMEOUT seconds to finish it, so that a dump
+# that hangs ends the pod within terminationGracePeriodSeconds, keeping the previous archive.
 bound_dump() {
   (
     until [ -e "$rc3_started" ] || ! kill -0 "$pid" 2>/dev/null; do pause; done
@@ -403,9 +483,6 @@ stop_broker() {
     if [ -n "$state" ]; then bound_dump; fi
   fi
 }
-
-pid=
-stopping=
 on_term() {
   stopping=1
   # Once only: on uninstall the lead stops its workers as they get their own SIGTERM.
@@ -416,17 +493,13 @@ on_term() {
   if [ -n "$pid" ]; then stop_broker; else log "SIGTERM: stopping"; fi
   : > "$stopping_mark" 2>/dev/null || true
 }
-trap on_term TERM INT
-# FLUX_URI (the container's, for kubectl exec) is this broker's own socket: the broker sets
-# it for all it runs, and reads it only when started as a job of another instance.
-# Readiness: .online in the keys volume, which the keys container serves to the kubelet's probe,
-# once the broker is in Flux's run state: the lead once every broker of the quorum (size) is
-# online and its rc1, the scheduler's load included, is done; a worker once it has joined the
-# broker.online group the lead counts and its parent runs. flux uptime says the state;
-# it is asked every 0.2 s once rc1 has ended (modprobe-rc1.py leaves rc1-done), every second
-# before, so that a broker that is starting costs its node little.
-online_mark=/minicluster/keys/.online
-rc1_done_mark=$run/flux/rc1-done
+
+# watch_online PID: readiness: online_mark, once the broker is in Flux's run state: the lead
+# once every broker of the quorum (size) is online and its rc1, the scheduler's load included,
+# is done; a worker once it has joined the broker.online group the lead counts and its parent
+# runs. flux uptime says the state; it is asked every 0.2 s once rc1 has ended
+# (modprobe-rc1.py leaves rc1-done), every second before, so that a broker that is starting
+# costs its node little.
 watch_online() {
   polls=0
   while kill -0 "$1" 2>/dev/null; do
@@ -449,10 +522,10 @@ EOF
     sleep 0.2
   done
 }
-unset FLUX_URI
-quick_failures=0
-joined_once=false
-while :; do
+
+# run_broker ARGS...: one run of the broker, until it is gone; sets status to its exit status.
+# SIGTERM (on_term) stops it on the way.
+run_broker() {
   rm -rf "$run/flux" "$command_status" "$online_mark"
   mkdir -m 0700 "$run/flux"
   started=$(date +%s)
@@ -464,6 +537,7 @@ while :; do
   fi
   pid=$!
   watch_online "$pid" 3<&- 4<&- &
+  watcher=$!
   # A SIGTERM between the rm above and here found no broker to stop.
   if [ -n "$stopping" ]; then stop_broker; fi
   # wait returns early when SIGTERM arrives; wait again until the broker is gone.
@@ -474,9 +548,18 @@ while :; do
     wait "$pid" 2>/dev/null || status=$?
   done
   pid=
+  # The watcher may have seen the broker alive just before it went: it ends before .online is
+  # removed, so that it cannot write it after.
+  kill "$watcher" 2>/dev/null || true
+  wait "$watcher" 2>/dev/null || true
   rm -f "$online_mark"
   # A worker that has joined its parent once has a config and a certificate that work.
   if [ -e "$joined_mark" ]; then joined_once=true; fi
+}
+
+# after_broker: what the broker's exit (status) means: the pod ends (exit) or the broker
+# starts again (return).
+after_broker() {
   if [ -n "$stopping" ]; then
     exit 143
   fi
@@ -508,23 +591,71 @@ while :; do
       exit 0
     fi
     log "the instance ended: starting the broker again to rejoin the lead"
+    return 0
+  fi
+  if [ $(($(date +%s) - started)) -lt 10 ]; then
+    quick_failures=$((quick_failures + 1))
   else
-    if [ $(($(date +%s) - started)) -lt 10 ]; then
-      quick_failures=$((quick_failures + 1))
-    else
-      quick_failures=1
-    fi
-    # Quick failures after a join are the lead's doing, not a config problem: a lead still
-    # stopping (its rc3, such as a long content dump) turns a rejoining worker away at once.
-    if [ "$joined_once" = true ]; then quick_failures=0; fi
-    if [ "$quick_failures" -ge 3 ]; then
-      die "flux broker failed $quick_failures times in a row within 10 s of starting (last exit status $status): a config or certificate problem a retry cannot fix; its messages are above"
-    fi
-    log "broker exited with status $status: starting it again"
+    quick_failures=1
   fi
-  sleep 1 &
-  wait $! || true
-  if [ -n "$stopping" ]; then
-    exit 143
+  # Quick failures after a join are the lead's doing, not a config problem: a lead still
+  # stopping (its rc3, such as a long content dump) turns a rejoining worker away at once.
+  if [ "$joined_once" = true ]; then quick_failures=0; fi
+  if [ "$quick_failures" -ge 3 ]; then
+    die "flux broker failed $quick_failures times in a row within 10 s of starting (last exit status $status): a config or certificate problem a retry cannot fix; its messages are above"
   fi
-done
+  log "broker exited with status $status: starting it again"
+}
+
+# supervise ARGS...: runs the broker with ARGS until after_broker ends the pod.
+supervise() {
+  pid=
+  stopping=
+  trap on_term TERM INT
+  # FLUX_URI (the container's, for kubectl exec) is this broker's own socket: the broker sets
+  # it for all it runs, and reads it only when started as a job of another instance.
+  unset FLUX_URI
+  quick_failures=0
+  joined_once=false
+  while :; do
+    run_broker "$@"
+    after_broker
+    sleep 1 &
+    wait $! || true
+    if [ -n "$stopping" ]; then
+      exit 143
+    fi
+  done
+}
+
+main() {
+  user_command init "${MINICLUSTER_CMD_INIT:-}"
+  index=${JOB_COMPLETION_INDEX:?this pod must belong to an indexed Job (JOB_COMPLETION_INDEX is unset)}
+  hosts=$(cat "$config/hosts")
+  size=$(cat "$config/size")
+  wait_for_helpers
+  . /minicluster/scripts/env.sh
+  find_flux
+  use_fluxion
+  find_pmix
+  pre_commands
+  install_keys
+  encode_resources
+  start_api
+  broker_options
+  state_options
+  rc3_option
+  user_broker_options
+  initial_program
+  if [ "$index" -eq 0 ]; then
+    log "lead broker: $size of hosts $hosts, quorum $size"
+  fi
+  find_wrapped_broker
+  use_modprobe_rc1
+  eval "set -- $broker_args"
+  supervise "$@"
+}
+
+# shellcheck source=helpers.sh
+. /minicluster/scripts/helpers.sh
+main "$@"
