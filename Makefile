@@ -21,7 +21,7 @@ VERSION ?= $(shell cat VERSION)
 # spurious "context deadline exceeded" at its end on Go < 1.27 (golang/go#75804).
 FUZZ_TARGETS := ./keygen:FuzzParseCert:800000 ./postrender:FuzzRender:40000
 
-.PHONY: all help deps build tools flux images push push-keygen test unit lint fuzz e2e e2e-kwok e2e-kueue e2e-controlplane cluster-up cluster-down kind-up kwok-up kwok-down kueue-up kueue-down demo bench bench-e2e report release version docs
+.PHONY: all help deps build tools flux images push push-keygen test unit lint fuzz e2e e2e-kwok e2e-kueue e2e-extra cluster-up cluster-down kind-up kwok-up kwok-down kueue-up kueue-down demo bench bench-e2e report release version docs
 
 all: build ## the same as build
 
@@ -145,9 +145,9 @@ e2e-kueue: build tools images ## the Kueue tests (queue.name) with real Flux on 
 	CLUSTER_REGISTRY=$(LOCAL_REGISTRY) KUBECONFIG=$(CLUSTER_DIR)/kubeconfig MINICLUSTER_REQUIRE_KUEUE=1 go test -tags e2e -count=1 -timeout 30m -v -run 'Kueue' ./test/e2e/...; \
 	rc=$$?; bash ci/kueue/down.sh; exit $$rc
 
-e2e-controlplane: build tools images ## the local cluster's API server, a kubelet and a containerd restarted under a MiniCluster (alone: the restarts fail other tests' calls)
-	$(call push-images,$(BIN)/images,$(LOCAL_REGISTRY)/minicluster,--insecure)
-	CLUSTER_REGISTRY=$(LOCAL_REGISTRY) KUBECONFIG=$(CLUSTER_DIR)/kubeconfig go test -tags 'e2e controlplane' -count=1 -timeout 30m -v -run 'TestControlPlaneRestarts' ./test/e2e/
+e2e-extra: build tools images ## tests run alone, on the local cluster: ten MiniClusters at once, the API server, a kubelet and a containerd restarted under one
+	$(push-local)
+	CLUSTER_REGISTRY=$(LOCAL_REGISTRY) KUBECONFIG=$(CLUSTER_DIR)/kubeconfig go test -tags 'e2e extra' -count=1 -timeout 40m -v -run 'TestManyTenants|TestControlPlaneRestarts' ./test/e2e/
 
 # Each benchmark run writes its results (figures, command, runs, date, machine) to
 # BENCH_RESULTS, one JSON file a benchmark; ci/report writes docs/performance.md from them.

@@ -1,4 +1,4 @@
-//go:build e2e && controlplane
+//go:build e2e && extra
 
 package e2e
 
@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// The control plane of the local cluster restarted under a MiniCluster (make e2e-controlplane:
+// The control plane of the local cluster restarted under a MiniCluster (make e2e-extra,
 // alone, since a restarted API server or kubelet fails the calls of any test running beside):
 // the API server, then node 2's kubelet, then its containerd, each while an ephemeral run is in
 // the middle of its MPI steps and each right after a resize. The run finishes right (the Job is
