@@ -57,15 +57,9 @@ func BenchmarkFloor(b *testing.B) {
 // floorReady: size pods Running, and the Service's EndpointSlices list size addresses.
 func floorReady(ns, name string, size int) (bool, string) {
 	ctx := context.Background()
-	pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + name})
+	running, err := runningPods(ns, "job-name="+name)
 	if err != nil {
 		return false, err.Error()
-	}
-	running := 0
-	for _, p := range pods.Items {
-		if p.Status.Phase == corev1.PodRunning {
-			running++
-		}
 	}
 	slices, err := kube.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=" + name})
 	if err != nil {
@@ -80,6 +74,21 @@ func floorReady(ns, name string, size int) (bool, string) {
 		}
 	}
 	return running == size && listed == size, fmt.Sprintf("%d running, %d listed", running, listed)
+}
+
+// runningPods counts the pods of ns that selector selects and that run.
+func runningPods(ns, selector string) (int, error) {
+	pods, err := kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return 0, err
+	}
+	running := 0
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodRunning {
+			running++
+		}
+	}
+	return running, nil
 }
 
 func BenchmarkMiniCluster(b *testing.B) {

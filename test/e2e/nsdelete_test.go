@@ -33,15 +33,9 @@ func newFloorNamespace(t *testing.T, size int) string {
 		t.Fatal(err)
 	}
 	eventually(t, 2*time.Minute, fmt.Sprintf("%d floor pods running", size), func() (bool, string) {
-		pods, err := kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "job-name=floor"})
+		running, err := runningPods(ns, "job-name=floor")
 		if err != nil {
 			return false, err.Error()
-		}
-		running := 0
-		for _, p := range pods.Items {
-			if p.Status.Phase == corev1.PodRunning {
-				running++
-			}
 		}
 		return running == size, fmt.Sprintf("%d running", running)
 	})

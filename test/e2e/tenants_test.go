@@ -9,7 +9,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
 )
 
 // tenantCommand lists the four brokers' full host names, then runs MPICH's ring and allreduce
