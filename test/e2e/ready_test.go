@@ -49,8 +49,10 @@ func TestReadyMeansReady(t *testing.T) {
 				jobspec := fmt.Sprintf(`{"version":1,"resources":[{"type":"node","count":%d,"with":[{"type":"slot","count":1,"label":"task","with":[{"type":"core","count":1}]}]}],"tasks":[{"command":["true"],"slot":"task","count":{"per_slot":1}}],"attributes":{"system":{"duration":0,"cwd":"/tmp"}}}`, size)
 				out, stderr, err := execIn(ns, pods[0].Name, "flux", "sh", "-c", fmt.Sprintf(
 					`up=$(flux resource list --states=up -no '{nnodes}') && id=$(echo '%s' | flux job submit) && flux job wait-event -t 10 "$id" start >/dev/null && echo "$up up, started"`, jobspec))
-				if want := fmt.Sprintf("%d up, started", size); err != nil || strings.TrimSpace(out) != want {
-					t.Errorf("round %d: right after kube wait said %q: %q, want %q (%v %s)", round, strings.TrimSpace(said.String()), strings.TrimSpace(out), want, err, stderr)
+				// After a shrink a removed broker may still be on its way out: at least size up.
+				var up int
+				if _, scanErr := fmt.Sscanf(strings.TrimSpace(out), "%d up, started", &up); err != nil || scanErr != nil || up < size {
+					t.Errorf("round %d: right after kube wait said %q: %q, want at least %d up, started (%v %s)", round, strings.TrimSpace(said.String()), strings.TrimSpace(out), size, err, stderr)
 				}
 				t.Logf("round %d: size %d up after %.1fs, checked after %.1fs", round, size, waited.Seconds(), time.Since(start).Seconds())
 			}
