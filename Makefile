@@ -147,7 +147,7 @@ e2e-kueue: build tools images ## the Kueue tests (queue.name) with real Flux on 
 
 e2e-extra: build tools images ## tests run alone, on the local cluster: ten MiniClusters at once, the API server, a kubelet and a containerd restarted under one
 	$(push-local)
-	CLUSTER_REGISTRY=$(LOCAL_REGISTRY) KUBECONFIG=$(CLUSTER_DIR)/kubeconfig go test -tags 'e2e extra' -count=1 -timeout 40m -v -run 'TestManyTenants|TestControlPlaneRestarts' ./test/e2e/
+	CLUSTER_REGISTRY=$(LOCAL_REGISTRY) KUBECONFIG=$(CLUSTER_DIR)/kubeconfig go test -tags 'e2e extra' -count=1 -timeout 40m -v -run 'TestManyTenants|TestForeignCertificateRefused|TestControlPlaneRestarts' ./test/e2e/
 
 # Each benchmark run writes its results (figures, command, runs, date, machine) to
 # BENCH_RESULTS, one JSON file a benchmark; ci/report writes docs/performance.md from them.
@@ -159,7 +159,7 @@ bench-e2e: build tools images ## timings on the cluster in KUBECONFIG with real 
 	$(push-e2e)
 	CLUSTER_REGISTRY=$(E2E_REGISTRY) KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout 90m -run '^$$' -bench 'Floor|MiniCluster|HPC|Kwok|Operator|Uninstall|API' -benchtime $${BENCHTIME:-3x} ./test/e2e/...
 	@# Sizes 6 to 64 and the overlay shapes at 64, once each (BENCH_SIZES, BENCH_TOPOLOGIES).
-	CLUSTER_REGISTRY=$(E2E_REGISTRY) KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout 90m -run '^$$' -bench 'Scale|Topology' -benchtime $${BENCH_SCALE_TIME:-1x} ./test/e2e/...
+	CLUSTER_REGISTRY=$(E2E_REGISTRY) KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout 90m -run '^$$' -bench 'Scale|Topology|Throughput' -benchtime $${BENCH_SCALE_TIME:-1x} ./test/e2e/...
 	$(MAKE) --no-print-directory report
 
 report: ## docs/performance.md from the benchmark results in BENCH_RESULTS (make bench-e2e does this at its end)

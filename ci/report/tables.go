@@ -98,6 +98,14 @@ var specs = []spec{
 		{"through the API, 16 clients at once, jobs/s", "jobs/s-api"},
 		{"floor: 16 loops of `flux job submit` in the lead at once, jobs/s", "jobs/s-job-submit"},
 	}},
+	{key: "throughput", bench: "BenchmarkThroughput", figures: "figure", run: "BENCH_THROUGHPUT_SIZES=6,16 go test -tags e2e -run '^$' -bench Throughput -benchtime 1x ./test/e2e/", rows: []row{
+		{"`flux submit --cc=1-500 --wait true` in the lead, jobs/s", "jobs/s-cc"},
+		{"the same in `flux start --test-size` (Flux alone), jobs/s", "jobs/s-cc-alone"},
+		{"`flux bulksubmit --wait` of 500 `true` in the lead, jobs/s", "jobs/s-bulksubmit"},
+		{"the same in Flux alone, jobs/s", "jobs/s-bulksubmit-alone"},
+		{"`flux run true` 50 times one after another in the lead, jobs/s", "jobs/s-run"},
+		{"the same in Flux alone, jobs/s", "jobs/s-run-alone"},
+	}},
 	{key: "kueue", bench: "BenchmarkKueue", run: "make kueue-up && go test -tags e2e -run '^$' -bench Kueue -benchtime 3x ./test/e2e/", rows: []row{
 		{"floor (two bare Jobs of 6): Kueue admits the next", "s/floor-admit"},
 		{"floor: the next one's pod 0 started", "s/floor-next-started"},

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -155,6 +156,9 @@ type status struct {
 // QueueLabel is the label that puts a Job in a Kueue LocalQueue (the chart's queue.name).
 const QueueLabel = "kueue.x-k8s.io/queue-name"
 
+// indexLabel is the label the Job controller gives each pod of an indexed Job: its index.
+const indexLabel = "batch.kubernetes.io/job-completion-index"
+
 // shownPods is how many waiting pods a state names; a MiniCluster of 1,000 would give a page.
 const shownPods = 5
 
@@ -202,10 +206,18 @@ func look(ctx context.Context, client kubernetes.Interface, ns, selector string)
 	if job.Spec.Parallelism != nil {
 		want = int(*job.Spec.Parallelism)
 	}
-	ready, waiting := 0, []string{}
+	ready, waiting, leaving := 0, []string{}, []string{}
 	var stuck, held []corev1.Pod
 	for _, p := range pods.Items {
-		if p.Labels["batch.kubernetes.io/job-name"] != job.Name || p.DeletionTimestamp != nil {
+		if p.Labels["batch.kubernetes.io/job-name"] != job.Name {
+			continue
+		}
+		// After a shrink the lead's Flux counts a removed broker up until its pod stops running.
+		if i, err := strconv.Atoi(p.Labels[indexLabel]); err == nil && i >= want && p.Status.Phase == corev1.PodRunning {
+			leaving = append(leaving, p.Name)
+			continue
+		}
+		if p.DeletionTimestamp != nil {
 			continue
 		}
 		switch {
@@ -220,7 +232,10 @@ func look(ctx context.Context, client kubernetes.Interface, ns, selector string)
 		}
 	}
 	st := status{state: fmt.Sprintf("%d of %d broker pods ready", ready, want)}
-	if ready >= want {
+	if len(leaving) > 0 {
+		slices.Sort(leaving)
+		st.state += fmt.Sprintf("; %d beyond size %d still stopping (%s)", len(leaving), want, strings.Join(leaving, ", "))
+	} else if ready >= want {
 		st.done = true
 		return st, nil
 	}

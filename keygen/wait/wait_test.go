@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -33,7 +34,7 @@ func brokerJob(parallelism int32, conds ...batchv1.JobCondition) *batchv1.Job {
 func brokerPod(i int, ready bool, waiting *corev1.ContainerStateWaiting) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("mc-%d", i), Namespace: "ns", Labels: map[string]string{
-			"app.kubernetes.io/instance": "mc", "batch.kubernetes.io/job-name": "mc"}},
+			"app.kubernetes.io/instance": "mc", "batch.kubernetes.io/job-name": "mc", indexLabel: strconv.Itoa(i)}},
 		Status: corev1.PodStatus{Phase: corev1.PodPending},
 	}
 	if ready {
@@ -146,6 +147,21 @@ func TestWaitUpCompleteFailedAndTimeout(t *testing.T) {
 		brokerPod(1, false, &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}))
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "1 of 2 broker pods ready; mc-1 (Pending: container keys ContainerCreating)") {
 		t.Errorf("timeout: %v", err)
+	}
+}
+
+// After a shrink to 2 the lead's Flux counts broker 2 up until its pod stops: kube wait waits
+// for it, and returns once it has stopped or gone.
+func TestWaitForBrokersBeyondSizeToStop(t *testing.T) {
+	leaving := brokerPod(2, true, nil)
+	leaving.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	_, err := runWait(t, 100*time.Millisecond, brokerJob(2), brokerPod(0, true, nil), brokerPod(1, true, nil), leaving)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "2 of 2 broker pods ready; 1 beyond size 2 still stopping (mc-2)") {
+		t.Errorf("a removed broker still running: %v", err)
+	}
+	leaving.Status.Phase = corev1.PodSucceeded
+	if log, err := runWait(t, 5*time.Second, brokerJob(2), brokerPod(0, true, nil), brokerPod(1, true, nil), leaving); err != nil || !strings.Contains(log, "2 of 2 broker pods ready") {
+		t.Errorf("a removed broker stopped: %v, log %q", err, log)
 	}
 }
 

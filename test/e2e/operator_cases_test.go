@@ -127,6 +127,7 @@ var operatorCases = map[string]operatorCase{
 	// flux submit --watch puts the job's id before each line, and --label-io the task's rank.
 	"own/submit":      {own: ownSubmit, want: `(?s)ƒ\w+: 0: submit on submit-0\n.*ƒ\w+: 1: submit on submit-1\n|ƒ\w+: 1: submit on submit-1\n.*ƒ\w+: 0: submit on submit-0\n`},
 	"own/strict":      {own: ownStrict, leadExit: 3, want: "(?m)^brokerPre fails$"},
+	"own/complete":    {own: ownComplete, interactive: true, check: tokenMountedWorkerCompletes},
 	"services/single": {leftOut: "this version of the operator's source has it only as minicluster-registry.yaml, which needs the oras registry image and downloads oras at run time"},
 }
 
@@ -379,6 +380,68 @@ spec:
       commands:
         brokerPre: echo "brokerPre fails"; exit 3
 `
+
+// ownComplete: flux.completeWorkers (a worker whose broker exits ends, successfully, instead
+// of starting its broker again) and pod.automountServiceAccountToken on an interactive
+// MiniCluster, whose workers outlive the lead's command.
+const ownComplete = `apiVersion: flux-framework.org/v1alpha2
+kind: MiniCluster
+metadata:
+  name: complete
+spec:
+  size: 2
+  interactive: true
+  flux:
+    completeWorkers: true
+  pod:
+    automountServiceAccountToken: true
+  containers:
+    - image: ubuntu:noble
+`
+
+// tokenMountedWorkerCompletes checks ownComplete on real Flux: a job on both brokers reads the
+// service account token Kubernetes mounted; then the worker's broker is stopped, and the worker's
+// container ends with 0 (flux.completeWorkers) instead of starting its broker again, while the
+// lead runs on.
+func tokenMountedWorkerCompletes(t *testing.T, r *release, _ []byte) {
+	t.Helper()
+	pods, _, err := brokerPods(r.ns, r.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := fluxIn(r.ns, pods[0].Name, "run", "-N2", "-n2", "sh", "-c",
+		"test -s /var/run/secrets/kubernetes.io/serviceaccount/token && echo token on $(hostname)")
+	if err != nil || strings.Count(out, "token on ") != 2 {
+		t.Errorf("automountServiceAccountToken: a job on both brokers did not find the token: %v\n%s%s", err, out, stderr)
+	}
+	worker := pods[1]
+	stop := `for p in /proc/[0-9]*; do case $(cat "$p/comm" 2>/dev/null) in flux-broker*) kill -TERM "${p#/proc/}" ;; esac; done`
+	if _, stderr, err := execIn(r.ns, worker.Name, "flux", "/bin/sh", "-c", stop); err != nil {
+		t.Fatalf("stopping the worker's broker: %v\n%s", err, stderr)
+	}
+	eventually(t, 2*time.Minute, "the worker's flux container ends with 0", func() (bool, string) {
+		p, err := kube.CoreV1().Pods(r.ns).Get(context.Background(), worker.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, c := range p.Status.ContainerStatuses {
+			if c.Name == "flux" && c.State.Terminated != nil {
+				return c.State.Terminated.ExitCode == 0, fmt.Sprintf("exit %d", c.State.Terminated.ExitCode)
+			}
+			if c.Name == "flux" && c.RestartCount > 0 {
+				return false, "the container was restarted"
+			}
+		}
+		return false, "running"
+	})
+	if log, err := podLogs(r.ns, worker.Name, "flux", 0); err != nil || !strings.Contains(log, "the worker is complete (flux.completeWorkers)") {
+		t.Errorf("the worker's log does not say it completed: %v\n%s", err, indentAll(log))
+	}
+	lead, err := kube.CoreV1().Pods(r.ns).Get(context.Background(), pods[0].Name, metav1.GetOptions{})
+	if err != nil || lead.Status.Phase != corev1.PodRunning {
+		t.Errorf("the lead stopped with its worker: %v", err)
+	}
+}
 
 // caseConfigAndSecret makes the ConfigMap and Secret ownFields mounts.
 func caseConfigAndSecret(t *testing.T, ns string) {

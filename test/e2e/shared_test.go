@@ -230,15 +230,20 @@ func listenInNetns(path, addr string) (net.Listener, error) {
 }
 
 // values/restricted.yaml in a namespace that enforces Pod Security "restricted": one install of
-// the MPI image (no Flux; the view copied) with flux.state, and in it Flux up, jobs as uid 1000,
-// MPICH, OpenMPI (flux-pmix), LAMMPS, the state volume writable, helm test, a resize 2 -> 3.
+// the MPI image (no Flux; the view mounted) with flux.state, and in it Flux up, jobs as uid 1000,
+// MPICH, OpenMPI (flux-pmix), LAMMPS, the state volume writable, helm test, a resize 2 -> 3;
+// beside it one with the view copied and the REST API, a job on both brokers through the API.
 func TestRestricted(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t, "restricted")
 	labelNamespace(t, ns, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
+	restricted := filepath.Join(repoRoot, "values", "restricted.yaml")
 	r := newRelease(t, ns, "flux-sample", helm4)
-	r.install("-f", filepath.Join(repoRoot, "values", "restricted.yaml"), "--set", "image="+mpiImage+",size=2,maxSize=3,sharedMemory=256Mi,"+
+	r.install("-f", restricted, "--set", "image="+mpiImage+",size=2,maxSize=3,sharedMemory=256Mi,"+
 		"flux.state.enabled=true,flux.state.storageClassName="+envOr("E2E_STORAGE_CLASS", "local-path"))
+	// Beside it, the view copied (the first mounts it) and the REST API, with Helm 3.
+	copied := newRelease(t, ns, "flux-copy", helm3)
+	copied.install("-f", restricted, "--set", "size=2,maxSize=2,flux.view.mode=copy,api.enabled=true")
 	if out, code, took := runWaitCLI(t, ns, r.name, "4m"); code != 0 {
 		t.Fatalf("flux-keygen kube wait: exit %d after %s:\n%s", code, took, out)
 	}
@@ -274,4 +279,16 @@ func TestRestricted(t *testing.T) {
 	}
 	r.uninstallToNothing()
 	_ = kube.CoreV1().PersistentVolumeClaims(ns).Delete(context.Background(), r.name+"-state", metav1.DeleteOptions{})
+
+	cpods := up(t, copied, 2, 2)
+	if out, stderr, err := fluxIn(ns, cpods[0].Name, "run", "-N", "2", "id", "-u"); err != nil || strings.Count(out, "1000") != 2 {
+		t.Errorf("view copied: flux run -N 2 id -u: %q %v %s", out, err, stderr)
+	}
+	c := forwardAPI(t, copied, 5000, "http")
+	eventually(t, time.Minute, "the API answers", func() (bool, string) {
+		status, _, b := c.call("GET", "/v1/nodes", "", "", true)
+		return status == 200, fmt.Sprintf("%d %s", status, b)
+	})
+	c.runsHostname(copied, 2)
+	copied.uninstallToNothing()
 }

@@ -3,12 +3,16 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // tenantCommand lists the four brokers' full host names, then runs MPICH's ring and allreduce
@@ -73,4 +77,62 @@ func checkTenantLog(t *testing.T, r *release, log string) {
 		t.Errorf("%s/%s: the brokers' host names are %v, want %v:\n%s", r.ns, r.name, got, want, indentAll(log))
 	}
 	checkMPIHello(t, log, 4, 4, "MPICH Version:")
+}
+
+// A broker given another release's certificate never joins: release mc-a's certificate Secret
+// is given mc-b's and mc-a grows by one, so that its new broker starts with the foreign
+// certificate. Its CURVE handshake with the lead fails (the lead logs it with logging.zeromq),
+// and the lead's Flux never counts it up.
+func TestForeignCertificateRefused(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t, "foreign")
+	r, other := newRelease(t, ns, "mc-a", helm4), newRelease(t, ns, "mc-b", helm4)
+	r.install("--set", "size=2,maxSize=3,logging.zeromq=true")
+	other.install("--set", "size=1")
+	waitFluxUp(t, ns, r.name, 2, 3, wiringTimeout)
+	waitFluxUp(t, ns, other.name, 1, 16, wiringTimeout)
+	ctx := context.Background()
+	own, foreign := r.curveSecret(), other.curveSecret()
+	if own == nil || foreign == nil || string(own.Data["curve.cert"]) == string(foreign.Data["curve.cert"]) {
+		t.Fatalf("want two releases with certificates of their own (%s: %v, %s: %v)", r.name, own != nil, other.name, foreign != nil)
+	}
+	own.Data["curve.cert"] = foreign.Data["curve.cert"]
+	if _, err := kube.CoreV1().Secrets(ns).Update(ctx, own, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.upgrade("--set", "size=3"); err != nil {
+		t.Fatalf("helm upgrade --set size=3: %v", err)
+	}
+	pods, _, err := brokerPods(ns, r.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lead := pods[0].Name
+	eventually(t, 3*time.Minute, "the lead logs a failed handshake", func() (bool, string) {
+		out, _, err := fluxIn(ns, lead, "dmesg")
+		if err != nil {
+			return false, err.Error()
+		}
+		return strings.Contains(out, "handshake failed"), "no 'handshake failed' in flux dmesg yet"
+	})
+	// The broker keeps trying; give it the time a broker takes to join, then it must still be out.
+	time.Sleep(15 * time.Second)
+	out, stderr, err := fluxIn(ns, lead, "resource", "list", "-s", "up", "-no", "{nnodes} {nodelist}")
+	if err != nil {
+		t.Fatalf("flux resource list: %v\n%s", err, stderr)
+	}
+	if strings.TrimSpace(out) != fmt.Sprintf("2 %s-[0-1]", r.name) {
+		t.Errorf("a broker with a foreign certificate joined: flux resource list -s up says %q, want 2 %s-[0-1]", strings.TrimSpace(out), r.name)
+	}
+	dmesg, _, _ := fluxIn(ns, lead, "dmesg")
+	for _, l := range strings.Split(dmesg, "\n") {
+		if strings.Contains(l, "handshake failed") {
+			t.Logf("the lead: %s", l)
+			break
+		}
+	}
+	r.uninstall()
+	other.uninstall()
+	waitNothingLeft(t, ns, r.name, 2*time.Minute)
+	waitNothingLeft(t, ns, other.name, 2*time.Minute)
 }

@@ -8,6 +8,14 @@ m=$MINICLUSTER_FLUX_VIEW_MOUNT
 software=${MINICLUSTER_FLUX_VIEW_SOFTWARE:-}
 trap 'exit 0' TERM INT
 status() { printf '%s' "$2" > "$m/$1.tmp" && mv "$m/$1.tmp" "$m/$1"; }
+# copy_into SRC DST: SRC's entries into DST, leaving DST's own owner, mode and times alone: DST
+# may be the root of a volume this user does not own (runAsUser), whose times cp -a SRC/. DST
+# cannot set.
+copy_into() {
+  for entry in "$1"/* "$1"/.[!.]* "$1"/..?*; do
+    if [ -e "$entry" ] || [ -L "$entry" ]; then cp -a "$entry" "$2/" || return 1; fi
+  done
+}
 if ! { mkfifo -m 0666 "$m/.alive" 2>/dev/null || [ -p "$m/.alive" ]; }; then
   status .failed "the view image $MINICLUSTER_FLUX_VIEW_IMAGE has no mkfifo (coreutils or busybox): use flux.view.mode=image, or a view image with a shell and coreutils"
   exit 1
@@ -19,8 +27,8 @@ held=$!
 if out=$( {
   view=$(readlink -f /opt/view) &&
   mkdir -p "$m/view" "$m/software" &&
-  cp -a "$view/." "$m/view/" &&
-  if [ -n "$software" ] && [ -d "$software" ]; then cp -a "$software/." "$m/software/"; fi
+  copy_into "$view" "$m/view" &&
+  if [ -n "$software" ] && [ -d "$software" ]; then copy_into "$software" "$m/software"; fi
 } 2>&1 ); then
   status .ready ""
 else

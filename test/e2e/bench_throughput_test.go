@@ -1,0 +1,139 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// throughputJobs is how many `true` jobs each way of submitting runs (BENCH_THROUGHPUT_JOBS);
+// `flux run` one at a time runs a tenth of them.
+func throughputJobs(b *testing.B) int {
+	n, err := strconv.Atoi(envOr("BENCH_THROUGHPUT_JOBS", "500"))
+	if err != nil || n < 10 {
+		b.Fatalf("BENCH_THROUGHPUT_JOBS=%q: want a number of jobs, 10 or more", envOr("BENCH_THROUGHPUT_JOBS", ""))
+	}
+	return n
+}
+
+// throughputScript runs the jobs three ways with the flux given and prints, one line each, the
+// way and the nanoseconds from the first submit to the last completion.
+func throughputScript(flux string, jobs int) string {
+	return fmt.Sprintf(`set -e; t() { date +%%s%%N; }
+flux=%s; n=%d
+s=$(t); $flux submit --cc=1-$n --quiet --wait true; e=$(t); echo "cc $((e - s))"
+s=$(t); seq $n | $flux bulksubmit --quiet --wait true {}; e=$(t); echo "bulksubmit $((e - s))"
+s=$(t); i=0; while [ $i -lt $((n / 10)) ]; do $flux run true; i=$((i + 1)); done; e=$(t); echo "run $((e - s))"
+`, flux, jobs)
+}
+
+// parseThroughput reads throughputScript's lines into jobs per second by way.
+func parseThroughput(b *testing.B, out string, jobs int) map[string]float64 {
+	rates := map[string]float64{}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) != 2 {
+			continue
+		}
+		ns, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil || ns <= 0 {
+			continue
+		}
+		n := jobs
+		if f[0] == "run" {
+			n = jobs / 10
+		}
+		rates[f[0]] = float64(n) / time.Duration(ns).Seconds()
+	}
+	if len(rates) != 3 {
+		b.Fatalf("the throughput script printed %q: want cc, bulksubmit and run, each with nanoseconds", out)
+	}
+	return rates
+}
+
+// BenchmarkThroughput: many small jobs on a MiniCluster of each size (BENCH_THROUGHPUT_SIZES),
+// next to the same flux-core with the same number of brokers and the same overlay shape
+// without Kubernetes between them: `flux start --test-size=N` in one container of the flux
+// image on the lead's node (its brokers talk over local sockets; Kubernetes only starts the
+// container). Each way is timed inside the instance from the first submit to the last
+// completion: `flux submit --cc`, `flux bulksubmit`, and `flux run` one at a time.
+func BenchmarkThroughput(b *testing.B) {
+	jobs := throughputJobs(b)
+	for _, size := range benchSizes(b, "BENCH_THROUGHPUT_SIZES", "6,16") {
+		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
+			chart, alone := map[string]float64{}, map[string]float64{}
+			for b.Loop() {
+				ns := newNamespace(b, "throughput")
+				r := newRelease(b, ns, "flux-sample", helm4)
+				r.install("--set", fmt.Sprintf("size=%d,maxSize=%d,flux.view.mode=image", size, size))
+				pods := waitFluxUp(b, ns, r.name, size, size, 10*time.Minute)
+				out, stderr, err := execInWithin(20*time.Minute, ns, pods[0].Name, "flux", "sh", "-c",
+					`. /minicluster/scripts/env.sh && `+throughputScript("$(real_flux)", jobs))
+				if err != nil {
+					b.Fatalf("in the lead: %v\n%s%s", err, out, stderr)
+				}
+				node := pods[0].Spec.NodeName
+				for k, v := range parseThroughput(b, out, jobs) {
+					chart[k] += v
+				}
+				r.uninstall()
+				for k, v := range parseThroughput(b, fluxAlone(b, ns, node, size, jobs), jobs) {
+					alone[k] += v
+				}
+				deleteNamespace(b, ns)
+			}
+			n := float64(b.N)
+			for _, way := range []string{"cc", "bulksubmit", "run"} {
+				metric(b, chart[way]/n, "jobs/s-"+way)
+				metric(b, alone[way]/n, "jobs/s-"+way+"-alone")
+				fmt.Printf("size %d, %s: %.1f jobs/s, Flux alone %.1f (%.2fx)\n", size, way, chart[way]/n, alone[way]/n, chart[way]/alone[way])
+			}
+		})
+	}
+}
+
+// fluxAlone runs throughputScript in `flux start --test-size=size` (the chart's overlay shape,
+// kary:8) in one pod of the flux image on node, and returns what it printed.
+func fluxAlone(b *testing.B, ns, node string, size, jobs int) string {
+	b.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "flux-alone"},
+		Spec: corev1.PodSpec{
+			NodeName:      node,
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{
+				Name: "flux", Image: fluxImage, ImagePullPolicy: corev1.PullIfNotPresent,
+				Command: []string{"flux", "start", "--test-size=" + strconv.Itoa(size), "-Stbon.topology=kary:8",
+					"sh", "-c", throughputScript("flux", jobs)},
+			}},
+			TerminationGracePeriodSeconds: ptr.To[int64](1),
+		},
+	}
+	if _, err := kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	var phase corev1.PodPhase
+	eventually(b, 20*time.Minute, "flux start --test-size ends", func() (bool, string) {
+		p, err := kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		phase = p.Status.Phase
+		return phase == corev1.PodSucceeded || phase == corev1.PodFailed, string(phase)
+	})
+	out, err := podLogs(ns, pod.Name, "flux", 0)
+	if err != nil || phase != corev1.PodSucceeded {
+		b.Fatalf("flux start --test-size=%d: %s %v\n%s", size, phase, err, out)
+	}
+	return out
+}
