@@ -124,9 +124,13 @@ docs: $(HELM_DOCS) ## the chart's README.md (helm-docs, the values table from va
 fuzz: ## short, bounded fuzz runs (FUZZ_TARGETS; FUZZ_EXECS overrides each budget)
 	for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; rest=$${t#*:}; go test -run='^$$' -fuzz="^$${rest%%:*}$$" -fuzztime=$${FUZZ_EXECS:-$${rest#*:}}x "$$pkg" || exit 1; done
 
+# E2E_PARALLEL: how many end-to-end tests run at once (go test's default is the number of CPUs;
+# most of a test's time is spent waiting on pods and Flux, not on a CPU).
+E2E_PARALLEL ?= 3
+
 e2e: build tools images ## end-to-end tests against the cluster in KUBECONFIG (default: the local one)
 	$(push-e2e)
-	CLUSTER_REGISTRY=$(E2E_REGISTRY) $(E2E_AUTH) KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout 70m -v ./test/e2e/... ./keygen/kube/...
+	CLUSTER_REGISTRY=$(E2E_REGISTRY) $(E2E_AUTH) KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout 70m -parallel $(E2E_PARALLEL) -v ./test/e2e/... ./keygen/kube/...
 
 # The simulated nodes of the scale tests: enough for 1,000 brokers by default (10 nodes of 110 pods).
 KWOK_NODES ?= 10
@@ -145,9 +149,9 @@ e2e-kueue: build tools images ## the Kueue tests (queue.name) with real Flux on 
 	CLUSTER_REGISTRY=$(LOCAL_REGISTRY) KUBECONFIG=$(CLUSTER_DIR)/kubeconfig MINICLUSTER_REQUIRE_KUEUE=1 go test -tags e2e -count=1 -timeout 30m -v -run 'Kueue' ./test/e2e/...; \
 	rc=$$?; bash ci/kueue/down.sh; exit $$rc
 
-e2e-extra: build tools images ## tests run alone, on the local cluster: ten MiniClusters at once, the API server, a kubelet and a containerd restarted under one
+e2e-extra: build tools images ## tests run alone, on the local cluster: ten MiniClusters at once, a broker with a foreign certificate, a namespace of 64 brokers deleted, the API server, a kubelet and a containerd restarted under one
 	$(push-local)
-	CLUSTER_REGISTRY=$(LOCAL_REGISTRY) KUBECONFIG=$(CLUSTER_DIR)/kubeconfig go test -tags 'e2e extra' -count=1 -timeout 40m -v -run 'TestManyTenants|TestForeignCertificateRefused|TestControlPlaneRestarts' ./test/e2e/
+	CLUSTER_REGISTRY=$(LOCAL_REGISTRY) KUBECONFIG=$(CLUSTER_DIR)/kubeconfig go test -tags 'e2e extra' -count=1 -timeout 40m -v -run 'TestManyTenants|TestForeignCertificateRefused|TestNamespaceDeletedAt64|TestControlPlaneRestarts' ./test/e2e/
 
 # Each benchmark run writes its results (figures, command, runs, date, machine) to
 # BENCH_RESULTS, one JSON file a benchmark; ci/report writes docs/performance.md from them.

@@ -28,7 +28,7 @@ func TestWorkerPodDeleted(t *testing.T) {
 	r.install("--set", "size=6")
 	floor := newFloorNamespace(t, 6)
 	deleteAndRejoin(t, r, 6, 1)
-	checkNamespaceDeleted(t, r, floor)
+	checkNamespaceDeleted(t, r, floor, time.Minute)
 }
 
 // A deleted lead of an interactive MiniCluster: a new lead comes up, every worker rejoins it,

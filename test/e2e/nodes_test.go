@@ -141,15 +141,21 @@ func checkOffNode(t *testing.T, pods map[int]corev1.Pod, node string) {
 	}
 }
 
+// TestSpread: brokers spread over the nodes with Flux in both view modes and in the image, MPI
+// where the image has it. It stops no node, so it runs beside the other parallel tests.
+func TestSpread(t *testing.T) {
+	t.Parallel()
+	requireNodes(t, 3)
+	t.Run("view-copy", func(t *testing.T) { testSpread(t, "image="+mpiImage+",flux.view.mode=copy") })
+	t.Run("view-image-volume", func(t *testing.T) { testSpread(t, "image="+mpiImage+",flux.view.mode=image") })
+	t.Run("flux-in-image", func(t *testing.T) { testSpread(t, "image="+fluxImage+",flux.view.enabled=false") })
+}
+
 // TestNodes is not parallel: Go runs it before the parallel tests, alone, because the node it
 // stops (and the out-of-service taint that evicts everything on it) would take down the other
 // tests' brokers too.
 func TestNodes(t *testing.T) {
 	requireNodes(t, 3)
-	// Flux in both view modes and in the image; MPI where the image has it.
-	t.Run("spread/view-copy", func(t *testing.T) { testSpread(t, "image="+mpiImage+",flux.view.mode=copy") })
-	t.Run("spread/view-image-volume", func(t *testing.T) { testSpread(t, "image="+mpiImage+",flux.view.mode=image") })
-	t.Run("spread/flux-in-image", func(t *testing.T) { testSpread(t, "image="+fluxImage+",flux.view.enabled=false") })
 	t.Run("drain/interactive", testDrainInteractive)
 	t.Run("drain/ephemeral-lead", testDrainEphemeralLead)
 	t.Run("node-lost/interactive", testNodeLost)

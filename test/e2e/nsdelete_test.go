@@ -15,10 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// namespaceDeletedWithin is how long deleting the namespace of a running MiniCluster of 6 may
-// take.
-const namespaceDeletedWithin = time.Minute
-
 // newFloorNamespace makes a namespace with a plain Job (one failure count for the whole Job) of
 // size pods that end at once on SIGTERM, and waits until they run: what Kubernetes alone needs
 // to delete a namespace of running Job pods, measured beside a MiniCluster's.
@@ -43,11 +39,11 @@ func newFloorNamespace(t *testing.T, size int) string {
 }
 
 // checkNamespaceDeleted deletes the namespace of the running MiniCluster r and the floor's
-// namespace at the same moment, and checks that r's is gone within namespaceDeletedWithin and
-// that its broker pods' keys containers ended with exit 79 (having deleted the Job): that is
+// namespace at the same moment, and checks that r's is gone within the time given and that
+// its broker pods' keys containers ended with exit 79 (having deleted the Job): that is
 // what lets the Job controller release the pods it would keep for replacements that a namespace
 // being deleted never allows.
-func checkNamespaceDeleted(t *testing.T, r *release, floorNS string) {
+func checkNamespaceDeleted(t *testing.T, r *release, floorNS string, within time.Duration) {
 	t.Helper()
 	ctx := context.Background()
 	start := time.Now()
@@ -58,7 +54,7 @@ func checkNamespaceDeleted(t *testing.T, r *release, floorNS string) {
 	}
 	gone := map[string]time.Duration{}
 	keysExits := map[string]int32{} // pod: its keys container's exit code
-	poll(t, 3*time.Minute, 250*time.Millisecond, "both namespaces gone", func() (bool, string) {
+	poll(t, within+2*time.Minute, 250*time.Millisecond, "both namespaces gone", func() (bool, string) {
 		if pods, err := kube.CoreV1().Pods(r.ns).List(ctx, brokerSelector(r.name)); err == nil {
 			for _, p := range pods.Items {
 				for _, cs := range p.Status.ContainerStatuses {
@@ -80,9 +76,9 @@ func checkNamespaceDeleted(t *testing.T, r *release, floorNS string) {
 	})
 	t.Logf("namespace deleted: the MiniCluster's in %.1f s, the floor's (a plain Job of pods that end at once) in %.1f s; keys containers' exits: %v",
 		gone[r.ns].Seconds(), gone[floorNS].Seconds(), keysExits)
-	if gone[r.ns] > namespaceDeletedWithin {
+	if gone[r.ns] > within {
 		t.Errorf("the MiniCluster's namespace took %.1f s to go, want at most %v (the floor took %.1f s)",
-			gone[r.ns].Seconds(), namespaceDeletedWithin, gone[floorNS].Seconds())
+			gone[r.ns].Seconds(), within, gone[floorNS].Seconds())
 	}
 	if !slices.Contains(slices.Collect(maps.Values(keysExits)), 79) {
 		t.Errorf("no keys container ended with exit 79 (the namespace is being deleted): %v", keysExits)

@@ -241,9 +241,15 @@ func TestRestricted(t *testing.T) {
 	r := newRelease(t, ns, "flux-sample", helm4)
 	r.install("-f", restricted, "--set", "image="+mpiImage+",size=2,maxSize=3,sharedMemory=256Mi,"+
 		"flux.state.enabled=true,flux.state.storageClassName="+envOr("E2E_STORAGE_CLASS", "local-path"))
-	// Beside it, the view copied (the first mounts it) and the REST API, with Helm 3.
+	// Beside it, the view copied (the first mounts it) and the REST API with credentials from
+	// a Secret of the user's (api.existingSecret), with Helm 3.
+	creds := map[string]string{"user": "restricted-user", "token": strings.Repeat("t0ken", 8), "secret-key": strings.Repeat("s3cret", 8)}
+	if _, err := kube.CoreV1().Secrets(ns).Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "my-api-creds"},
+		StringData: creds}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	copied := newRelease(t, ns, "flux-copy", helm3)
-	copied.install("-f", restricted, "--set", "size=2,maxSize=2,flux.view.mode=copy,api.enabled=true")
+	copied.install("-f", restricted, "--set", "size=2,maxSize=2,flux.view.mode=copy,api.enabled=true,api.existingSecret=my-api-creds")
 	if out, code, took := runWaitCLI(t, ns, r.name, "4m"); code != 0 {
 		t.Fatalf("flux-keygen kube wait: exit %d after %s:\n%s", code, took, out)
 	}
@@ -285,6 +291,10 @@ func TestRestricted(t *testing.T) {
 		t.Errorf("view copied: flux run -N 2 id -u: %q %v %s", out, err, stderr)
 	}
 	c := forwardAPI(t, copied, 5000, "http")
+	if c.user != "" {
+		t.Errorf("with api.existingSecret the chart made a Secret %s-api of its own", copied.name)
+	}
+	c.user, c.token, c.secretKey = creds["user"], creds["token"], creds["secret-key"]
 	eventually(t, time.Minute, "the API answers", func() (bool, string) {
 		status, _, b := c.call("GET", "/v1/nodes", "", "", true)
 		return status == 200, fmt.Sprintf("%d %s", status, b)
