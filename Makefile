@@ -124,13 +124,9 @@ docs: $(HELM_DOCS) ## the chart's README.md (helm-docs, the values table from va
 fuzz: ## short, bounded fuzz runs (FUZZ_TARGETS; FUZZ_EXECS overrides each budget)
 	for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; rest=$${t#*:}; go test -run='^$$' -fuzz="^$${rest%%:*}$$" -fuzztime=$${FUZZ_EXECS:-$${rest#*:}}x "$$pkg" || exit 1; done
 
-# E2E_PARALLEL: how many end-to-end tests run at once (go test's default is the number of CPUs;
-# most of a test's time is spent waiting on pods and Flux, not on a CPU).
-E2E_PARALLEL ?= 3
-
 e2e: build tools images ## end-to-end tests against the cluster in KUBECONFIG (default: the local one)
 	$(push-e2e)
-	CLUSTER_REGISTRY=$(E2E_REGISTRY) $(E2E_AUTH) KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout 70m -parallel $(E2E_PARALLEL) -v ./test/e2e/... ./keygen/kube/...
+	CLUSTER_REGISTRY=$(E2E_REGISTRY) $(E2E_AUTH) KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout 70m -v ./test/e2e/... ./keygen/kube/...
 
 # The simulated nodes of the scale tests: enough for 1,000 brokers by default (10 nodes of 110 pods).
 KWOK_NODES ?= 10
@@ -161,7 +157,7 @@ bench-e2e: build tools images ## timings on the cluster in KUBECONFIG with real 
 	bash ci/operator/build.sh
 	if [ -n "$(LOCAL_CLUSTER)" ] && [ "$(E2E_KUBECONFIG)" = "$(CLUSTER_DIR)/kubeconfig" ]; then bash ci/kwok/up.sh; fi
 	$(push-e2e)
-	CLUSTER_REGISTRY=$(E2E_REGISTRY) KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout 90m -run '^$$' -bench 'Floor|MiniCluster|HPC|Kwok|Operator|Uninstall|API' -benchtime $${BENCHTIME:-3x} ./test/e2e/...
+	CLUSTER_REGISTRY=$(E2E_REGISTRY) KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout 90m -run '^$$' -bench 'Floor|MiniCluster|HPC|MPI|Kwok|Operator|Uninstall|API' -benchtime $${BENCHTIME:-3x} ./test/e2e/...
 	@# Sizes 6 to 64 and the overlay shapes at 64, once each (BENCH_SIZES, BENCH_TOPOLOGIES).
 	CLUSTER_REGISTRY=$(E2E_REGISTRY) KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout 90m -run '^$$' -bench 'Scale|Topology|Throughput' -benchtime $${BENCH_SCALE_TIME:-1x} ./test/e2e/...
 	$(MAKE) --no-print-directory report

@@ -98,6 +98,18 @@ var specs = []spec{
 		{"through the API, 16 clients at once, jobs/s", "jobs/s-api"},
 		{"floor: 16 loops of `flux job submit` in the lead at once, jobs/s", "jobs/s-job-submit"},
 	}},
+	{key: "mpi", bench: "BenchmarkMPI", run: "go test -tags e2e -run '^$' -bench 'MPI$' -benchtime 3x ./test/e2e/", rows: []row{
+		{"LAMMPS melt, 4 ranks on 4 brokers: `flux run` wall time", "s/lammps-4-wall"},
+		{"the same by `mpirun` in one container", "s/lammps-4-wall-bare"},
+		{"of which LAMMPS's loop, MiniCluster", "s/lammps-4-loop"},
+		{"of which LAMMPS's loop, `mpirun` in one container", "s/lammps-4-loop-bare"},
+		{"LAMMPS melt, 8 ranks on 4 brokers: `flux run` wall time", "s/lammps-8-wall"},
+		{"the same by `mpirun` in one container", "s/lammps-8-wall-bare"},
+		{"of which LAMMPS's loop, MiniCluster", "s/lammps-8-loop"},
+		{"of which LAMMPS's loop, `mpirun` in one container", "s/lammps-8-loop-bare"},
+		{"mpi-hello (ring, 1 MiB ring, allreduce), 8 ranks on 4 brokers: `flux run` wall time", "s/hello-8-wall"},
+		{"the same by `mpirun` in one container", "s/hello-8-wall-bare"},
+	}},
 	{key: "throughput", bench: "BenchmarkThroughput", figures: "figure", run: "BENCH_THROUGHPUT_SIZES=6,16 go test -tags e2e -run '^$' -bench Throughput -benchtime 1x ./test/e2e/", rows: []row{
 		{"`flux submit --cc=1-500 --wait true` in the lead, jobs/s", "jobs/s-cc"},
 		{"the same in `flux start --test-size` (Flux alone), jobs/s", "jobs/s-cc-alone"},

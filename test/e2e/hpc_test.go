@@ -82,9 +82,9 @@ func TestFluxionQueueAndResize(t *testing.T) {
 		t.Errorf("flux resource list: %q (%v), want 2 nodes with 4 cores free", out, err)
 	}
 
-	// Every core for 15 s (a loaded machine takes seconds per flux command), then a job that
+	// Every core for 30 s (a loaded machine takes seconds per flux command), then a job that
 	// needs 2 of them: it must wait.
-	big, stderr, err := fluxIn(ns, lead, "submit", "-N", "2", "-n", "4", "sleep", "15")
+	big, stderr, err := fluxIn(ns, lead, "submit", "-N", "2", "-n", "4", "sleep", "30")
 	if err != nil {
 		t.Fatalf("flux submit -n 4: %v %s", err, stderr)
 	}
@@ -126,15 +126,16 @@ func TestFluxionQueueAndResize(t *testing.T) {
 	}
 	pods = waitFluxUp(t, ns, r.name, 2, 4, wiringTimeout)
 	checkFluxRun(t, ns, r.name, pods)
-	// Jobs too large for what is up, or for maxSize, under every scheduler and policy: the one
-	// for 3 nodes left waiting runs once a resize brings a third broker up.
-	waiting := checkTooLarge(t, ns, lead, 2, 4, 2)
+	// Jobs too large for what is up, or for maxSize, under every scheduler and policy, refused
+	// at submit; the one for 3 nodes runs once a resize brings a third broker up.
+	checkTooLarge(t, ns, lead, 2, 4, 2)
 	if _, err := r.upgrade("--reuse-values", "--set", "size=3"); err != nil {
 		t.Fatal(err)
 	}
-	out, stderr, err := fluxIn(ns, lead, "job", "attach", waiting)
+	waitFluxUp(t, ns, r.name, 3, 4, wiringTimeout)
+	out, stderr, err := fluxIn(ns, lead, "run", "-N", "3", "hostname")
 	if hosts := strings.Fields(out); err != nil || len(hosts) != 3 || len(slices.Compact(slices.Sorted(slices.Values(hosts)))) != 3 {
-		t.Errorf("the queued -N 3 job after the resize to 3 brokers: %q %v %s; want it run on three", out, err, stderr)
+		t.Errorf("flux run -N 3 hostname after the resize to 3 brokers: %q %v %s; want it run on three", out, err, stderr)
 	}
 	r.uninstallToNothing()
 }

@@ -16,9 +16,6 @@ import (
 type schedulerSetup struct {
 	name string
 	load [][]string // flux commands that switch the lead to it
-	// Fluxion's own limit: its satisfiability check counts only the nodes up, so under fcfs a
-	// job for more nodes than are up is refused as unsatisfiable, not queued (docs/hpc.md).
-	refusesNodesDown bool
 }
 
 var fluxionModules = []string{"sched-fluxion-qmanager", "sched-fluxion-feasibility", "sched-fluxion-resource"}
@@ -31,69 +28,48 @@ func reloadPolicy(policy string) [][]string {
 // cores each, under Fluxion with every queue policy and under sched-simple, switched at run
 // time in the lead: one no MiniCluster of maxSize brokers could run (more nodes than maxSize,
 // more cores on one node than a broker has) is refused at submit with the scheduler's reason;
-// one that fits maxSize but not the brokers up waits in the queue (Fluxion's fcfs refuses it,
-// as docs/hpc.md says). It returns the last such job, left waiting under Fluxion's
-// conservative policy, which is where the lead is left.
-func checkTooLarge(t *testing.T, ns, lead string, size, maxSize, cores int) string {
+// one that fits maxSize but not the brokers up (more nodes, or more cores in all) is refused at
+// submit too, saying to grow the MiniCluster first (files/validate-brokers-up.py). The lead is
+// left under Fluxion's fcfs.
+func checkTooLarge(t *testing.T, ns, lead string, size, maxSize, cores int) {
 	t.Helper()
-	toFcfs := reloadPolicy("fcfs")
 	toSimple := [][]string{}
 	for _, m := range fluxionModules {
 		toSimple = append(toSimple, []string{"module", "remove", m})
 	}
 	toSimple = append(toSimple, []string{"module", "load", "sched-simple"})
-	toConservative := [][]string{{"module", "remove", "sched-simple"},
+	toFluxion := [][]string{{"module", "remove", "sched-simple"},
 		{"module", "load", "sched-fluxion-resource"}, {"module", "load", "sched-fluxion-feasibility"},
 		{"module", "load", "sched-fluxion-qmanager", "queue-policy=conservative"}}
 	setups := []schedulerSetup{
-		{name: "fluxion fcfs", load: toFcfs, refusesNodesDown: true},
 		{name: "fluxion easy", load: reloadPolicy("easy")},
 		{name: "fluxion hybrid", load: reloadPolicy("hybrid")},
 		{name: "sched-simple", load: toSimple},
-		{name: "fluxion conservative", load: toConservative}, // last: its job waits for a resize
+		{name: "fluxion conservative", load: toFluxion},
+		{name: "fluxion fcfs", load: reloadPolicy("fcfs")},
 	}
-	nodes := strconv.Itoa(size + 1)
-	tooLarge := [][]string{{"-N", strconv.Itoa(maxSize + 1)}, {"-N", "1", "-n", "1", "-c", strconv.Itoa(cores + 1)}}
-	var waiting string
-	for i, s := range setups {
+	never := [][]string{{"-N", strconv.Itoa(maxSize + 1)}, {"-N", "1", "-n", "1", "-c", strconv.Itoa(cores + 1)}}
+	notYet := [][]string{{"-N", strconv.Itoa(size + 1)}, {"-n", strconv.Itoa(size*cores + 1)}}
+	for _, s := range setups {
 		for _, cmd := range s.load {
 			if out, stderr, err := fluxIn(ns, lead, cmd...); err != nil {
 				t.Fatalf("%s: flux %s: %v %s %s", s.name, strings.Join(cmd, " "), err, out, stderr)
 			}
 		}
-		// Refused by flux submit itself, with the scheduler's reason.
-		for _, job := range tooLarge {
-			args := append(append([]string{"submit"}, job...), "true")
-			out, stderr, err := fluxIn(ns, lead, args...)
-			if err == nil || !strings.Contains(strings.ToLower(stderr), "unsatisfiable request") {
-				t.Errorf("%s: flux submit %s on a MiniCluster of at most %d brokers of %d cores: %q %v %q; want it refused as an unsatisfiable request",
-					s.name, strings.Join(job, " "), maxSize, cores, out, err, stderr)
+		for _, tc := range []struct {
+			jobs [][]string
+			want string
+		}{{never, "unsatisfiable request"}, {notYet, "grow it first"}} {
+			for _, job := range tc.jobs {
+				args := append(append([]string{"submit"}, job...), "true")
+				out, stderr, err := fluxIn(ns, lead, args...)
+				if err == nil || !strings.Contains(strings.ToLower(stderr), tc.want) {
+					t.Errorf("%s: flux submit %s with %d of at most %d brokers of %d cores up: %q %v %q; want it refused at submit with %q",
+						s.name, strings.Join(job, " "), size, maxSize, cores, out, err, stderr, tc.want)
+				}
 			}
-		}
-		// More nodes than are up: accepted, then queued (or Fluxion fcfs's refusal).
-		what := fmt.Sprintf("%s: -N %s with %d of %d brokers up", s.name, nodes, size, maxSize)
-		out, stderr, err := fluxIn(ns, lead, "submit", "-N", nodes, "hostname")
-		if err != nil {
-			t.Fatalf("%s: flux submit: %v %s; want it accepted", what, err, stderr)
-		}
-		id := strings.TrimSpace(out)
-		if s.refusesNodesDown {
-			eventually(t, 30*time.Second, what+": Fluxion refuses it as unsatisfiable", func() (bool, string) {
-				got, err := jobStateNote(ns, lead, id)
-				return strings.HasPrefix(got, "INACTIVE") && strings.Contains(got, "unsatisfiable"), fmt.Sprint(got, err)
-			})
-			continue
-		}
-		checkQueued(t, what, ns, lead, id)
-		if i < len(setups)-1 {
-			if _, stderr, err := fluxIn(ns, lead, "cancel", id); err != nil {
-				t.Fatalf("flux cancel %s: %v %s", id, err, stderr)
-			}
-		} else {
-			waiting = id
 		}
 	}
-	return waiting
 }
 
 // checkQueued: job id (what) reaches the scheduler and stays there, neither refused nor run.

@@ -33,18 +33,19 @@ func TestScriptsAreTheChartFiles(t *testing.T) {
 	job := get[*batchv1.Job](t, objs, "Job", "flux-sample")
 	test := get[*corev1.Pod](t, objs, "Pod", "flux-sample-test-wiring")
 	rendered := map[string]string{
-		"entrypoint.sh":     scripts.Data["entrypoint.sh"],
-		"env.sh":            scripts.Data["env.sh"],
-		"helpers.sh":        scripts.Data["helpers.sh"],
-		"flux.sh":           scripts.Data["flux"],
-		"modprobe-rc1.py":   scripts.Data["modprobe-rc1.py"],
-		"rc3.sh":            scripts.Data["rc3.sh"],
-		"broker-rc3.sh":     scripts.Data["broker-rc3.sh"],
-		"flux-container.sh": scripts.Data["flux-container.sh"],
-		"view-copy.sh":      container(t, job, "flux-view").Command[2],
-		"test-wiring.sh":    test.Spec.Containers[0].Command[2],
+		"entrypoint.sh":          scripts.Data["entrypoint.sh"],
+		"env.sh":                 scripts.Data["env.sh"],
+		"helpers.sh":             scripts.Data["helpers.sh"],
+		"flux.sh":                scripts.Data["flux"],
+		"modprobe-rc1.py":        scripts.Data["modprobe-rc1.py"],
+		"validate-brokers-up.py": scripts.Data["validate-brokers-up.py"],
+		"rc3.sh":                 scripts.Data["rc3.sh"],
+		"broker-rc3.sh":          scripts.Data["broker-rc3.sh"],
+		"flux-container.sh":      scripts.Data["flux-container.sh"],
+		"view-copy.sh":           container(t, job, "flux-view").Command[2],
+		"test-wiring.sh":         test.Spec.Containers[0].Command[2],
 	}
-	assert.Len(t, scripts.Data, 8, "entrypoint.sh, env.sh, helpers.sh, flux, flux-container.sh, modprobe-rc1.py, rc3.sh, broker-rc3.sh")
+	assert.Len(t, scripts.Data, 9, "entrypoint.sh, env.sh, helpers.sh, flux, flux-container.sh, modprobe-rc1.py, validate-brokers-up.py, rc3.sh, broker-rc3.sh")
 	entries, err := os.ReadDir(filepath.Join(helmtest.ChartDir(), "files"))
 	require.NoError(t, err)
 	for _, e := range entries {

@@ -47,10 +47,11 @@
   "bootstrap" $bootstrap
   "resource" (dict "path" (include "minicluster.resourcePath" .) "noverify" true)
   "access" (dict "allow-guest-user" true "allow-root-owner" true)
-  "ingest" (dict "validator" (dict "plugins" (list "jobspec" "feasibility"))) -}}
+  "ingest" (dict "validator" (dict "plugins" (list "jobspec" "feasibility" "/minicluster/scripts/validate-brokers-up.py"))) -}}
 {{- /* The feasibility validator refuses at submit a job that no MiniCluster of maxSize brokers
-could run, with the scheduler's reason (feasibility.check); one that only needs brokers not up
-yet passes and waits for a resize. */ -}}
+could run, with the scheduler's reason (feasibility.check); the chart's own
+(files/validate-brokers-up.py) one that needs more than the brokers up now, saying to grow the
+MiniCluster first, so that every scheduler and queue policy treats it alike. */ -}}
 {{- if eq .Values.flux.scheduler "fluxion" -}}
 {{- $_ := set $config "sched-fluxion-qmanager" (dict "queue-policy" .Values.flux.queuePolicy) -}}
 {{- /* Fluxion's feasibility module judges against the whole R file (all maxSize brokers, as if

@@ -1,0 +1,142 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// The melt input of values/lammps.yaml, and the OpenMPI settings both sides run with.
+const (
+	meltInput = "lmp -in /opt/lammps/examples/melt/in.melt -log none -nocite"
+	bareMPI   = "export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none; "
+)
+
+// mpiRuns are the MPI programs BenchmarkMPI times on both sides: ranks, and the program.
+var mpiRuns = []struct {
+	name    string
+	ranks   int
+	program string
+}{
+	{"lammps-4", 4, meltInput},
+	{"lammps-8", 8, meltInput},
+	{"hello-8", 8, "mpi-hello-openmpi"},
+}
+
+// BenchmarkMPI: the same OpenMPI programs (LAMMPS's melt at 4 and 8 ranks, mpi-hello's ring,
+// 1 MiB ring and allreduce at 8) run by `flux run -N 4 -o pmi=pmix` across a MiniCluster of 4
+// (the project's mpi image, the view mounted: ranks in four pods talk over the pod network), next
+// to `mpirun` of the same binaries in one container of the same image (ranks on one host talk
+// through shared memory). Wall times are taken inside each container; LAMMPS also reports its
+// own loop time. Every rank shares the machine's cores on both sides.
+func BenchmarkMPI(b *testing.B) {
+	chart, bare := map[string]float64{}, map[string]float64{}
+	for b.Loop() {
+		ns := newNamespace(b, "bench-mpi-bare")
+		r := newRelease(b, ns, "flux-sample", helm4)
+		r.install("--set", "size=4,maxSize=4,sharedMemory=1Gi,flux.view.mode=image,image="+mpiImage)
+		pods := waitFluxUp(b, ns, r.name, 4, 4, wiringTimeout)
+		var script, bareScript strings.Builder
+		for _, run := range mpiRuns {
+			fmt.Fprintf(&script, `s=$(date +%%s%%N); $flux run -N 4 -n %d -o pmi=pmix %s > /tmp/%s.out 2>&1 || { cat /tmp/%[3]s.out; exit 1; }; e=$(date +%%s%%N); echo "%[3]s wall $((e - s))"; sed -n 's/^Loop time of \([0-9.e+-]*\) on.*/%[3]s loop \1/p' /tmp/%[3]s.out; `,
+				run.ranks, run.program, run.name)
+			fmt.Fprintf(&bareScript, `s=$(date +%%s%%N); mpirun --oversubscribe -np %d %s > /tmp/%s.out 2>&1 || { cat /tmp/%[3]s.out; exit 1; }; e=$(date +%%s%%N); echo "%[3]s wall $((e - s))"; sed -n 's/^Loop time of \([0-9.e+-]*\) on.*/%[3]s loop \1/p' /tmp/%[3]s.out; `,
+				run.ranks, run.program, run.name)
+		}
+		out, stderr, err := execInWithin(20*time.Minute, ns, pods[0].Name, "flux", "sh", "-c",
+			// flux-core's own flux, as a batch script in the pod would run it.
+			". /minicluster/scripts/env.sh && flux=$(real_flux) && "+bareMPI+script.String())
+		if err != nil {
+			b.Fatalf("in the lead: %v\n%s%s", err, out, stderr)
+		}
+		b.Logf("MiniCluster of 4:\n%s", out)
+		addMPI(b, chart, out)
+		node := pods[0].Spec.NodeName
+		r.uninstall()
+		out = runBare(b, ns, node, bareMPI+bareScript.String())
+		b.Logf("mpirun in one container:\n%s", out)
+		addMPI(b, bare, out)
+		deleteNamespace(b, ns)
+	}
+	n := float64(b.N)
+	for _, run := range mpiRuns {
+		for _, what := range []string{"wall", "loop"} {
+			key := run.name + "-" + what
+			if _, ok := chart[key]; !ok {
+				continue
+			}
+			metric(b, chart[key]/n, "s/"+key)
+			metric(b, bare[key]/n, "s/"+key+"-bare")
+			fmt.Printf("%s %s: %.2f s, bare %.2f s (%+.1f%%)\n", run.name, what, chart[key]/n, bare[key]/n, 100*(chart[key]/bare[key]-1))
+		}
+	}
+}
+
+// addMPI adds the "NAME wall NANOSECONDS" and "NAME loop SECONDS" lines of out to sums.
+func addMPI(b *testing.B, sums map[string]float64, out string) {
+	found := 0
+	for _, m := range regexp.MustCompile(`(?m)^(\S+) (wall|loop) (\S+)$`).FindAllStringSubmatch(out, -1) {
+		v, err := strconv.ParseFloat(m[3], 64)
+		if err != nil {
+			b.Fatalf("%q: not a number", m[0])
+		}
+		if m[2] == "wall" {
+			v /= 1e9
+		}
+		sums[m[1]+"-"+m[2]] += v
+		found++
+	}
+	if found < len(mpiRuns) {
+		b.Fatalf("the MPI script printed %d timings:\n%s", found, out)
+	}
+}
+
+// runBare runs script in one container of the mpi image on node, and returns its output.
+func runBare(b *testing.B, ns, node, script string) string {
+	b.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "mpi-bare"},
+		Spec: corev1.PodSpec{
+			NodeName:      node,
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{
+				Name: "mpi", Image: mpiImage, ImagePullPolicy: corev1.PullIfNotPresent,
+				Command:      []string{"sh", "-c", script},
+				VolumeMounts: []corev1.VolumeMount{{Name: "shm", MountPath: "/dev/shm"}},
+			}},
+			// The same /dev/shm as the chart's sharedMemory=1Gi.
+			Volumes: []corev1.Volume{{Name: "shm", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+				Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse("1Gi"))}}}},
+			TerminationGracePeriodSeconds: ptr.To[int64](1),
+		},
+	}
+	if _, err := kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	var phase corev1.PodPhase
+	eventually(b, 20*time.Minute, "mpirun in one container ends", func() (bool, string) {
+		p, err := kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		phase = p.Status.Phase
+		return phase == corev1.PodSucceeded || phase == corev1.PodFailed, string(phase)
+	})
+	out, err := podLogs(ns, pod.Name, "mpi", 0)
+	if err != nil || phase != corev1.PodSucceeded {
+		b.Fatalf("mpirun in one container: %s %v\n%s", phase, err, out)
+	}
+	return out
+}
