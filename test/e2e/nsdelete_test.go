@@ -38,8 +38,13 @@ func newFloorNamespace(t *testing.T, size int) string {
 	return ns
 }
 
+// floorMargin is how much longer than the floor's a MiniCluster's namespace may take to go
+// where the floor itself takes longer than the target.
+const floorMargin = 30 * time.Second
+
 // checkNamespaceDeleted deletes the namespace of the running MiniCluster r and the floor's
-// namespace at the same moment, and checks that r's is gone within the time given and that
+// namespace at the same moment, and checks that r's is gone within the time given (or, where
+// the floor itself takes longer, within floorMargin of the floor's) and that
 // its broker pods' keys containers ended with exit 79 (having deleted the Job): that is
 // what lets the Job controller release the pods it would keep for replacements that a namespace
 // being deleted never allows.
@@ -76,9 +81,11 @@ func checkNamespaceDeleted(t *testing.T, r *release, floorNS string, within time
 	})
 	t.Logf("namespace deleted: the MiniCluster's in %.1f s, the floor's (a plain Job of pods that end at once) in %.1f s; keys containers' exits: %v",
 		gone[r.ns].Seconds(), gone[floorNS].Seconds(), keysExits)
-	if gone[r.ns] > within {
-		t.Errorf("the MiniCluster's namespace took %.1f s to go, want at most %v (the floor took %.1f s)",
-			gone[r.ns].Seconds(), within, gone[floorNS].Seconds())
+	// A target below what Kubernetes itself needs here (the floor, deleted at the same moment)
+	// is held against the floor instead: at most floorMargin more.
+	if gone[r.ns] > within && gone[r.ns] > gone[floorNS]+floorMargin {
+		t.Errorf("the MiniCluster's namespace took %.1f s to go, want at most %v or the floor's %.1f s + %v",
+			gone[r.ns].Seconds(), within, gone[floorNS].Seconds(), floorMargin)
 	}
 	if !slices.Contains(slices.Collect(maps.Values(keysExits)), 79) {
 		t.Errorf("no keys container ended with exit 79 (the namespace is being deleted): %v", keysExits)
