@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -13,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -105,38 +103,17 @@ func addMPI(b *testing.B, sums map[string]float64, out string) {
 // runBare runs script in one container of the mpi image on node, and returns its output.
 func runBare(b *testing.B, ns, node, script string) string {
 	b.Helper()
-	ctx := context.Background()
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "mpi-bare"},
-		Spec: corev1.PodSpec{
-			NodeName:      node,
-			RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{
-				Name: "mpi", Image: mpiImage, ImagePullPolicy: corev1.PullIfNotPresent,
-				Command:      []string{"sh", "-c", script},
-				VolumeMounts: []corev1.VolumeMount{{Name: "shm", MountPath: "/dev/shm"}},
-			}},
-			// The same /dev/shm as the chart's sharedMemory=1Gi.
-			Volumes: []corev1.Volume{{Name: "shm", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
-				Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse("1Gi"))}}}},
-			TerminationGracePeriodSeconds: ptr.To[int64](1),
-		},
-	}
-	if _, err := kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	var phase corev1.PodPhase
-	eventually(b, 20*time.Minute, "mpirun in one container ends", func() (bool, string) {
-		p, err := kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		phase = p.Status.Phase
-		return phase == corev1.PodSucceeded || phase == corev1.PodFailed, string(phase)
+	pod := oneShotPod("mpi-bare", node, corev1.Container{
+		Name: "mpi", Image: mpiImage, ImagePullPolicy: corev1.PullIfNotPresent,
+		Command:      []string{"sh", "-c", script},
+		VolumeMounts: []corev1.VolumeMount{{Name: "shm", MountPath: "/dev/shm"}},
 	})
-	out, err := podLogs(ns, pod.Name, "mpi", 0)
-	if err != nil || phase != corev1.PodSucceeded {
-		b.Fatalf("mpirun in one container: %s %v\n%s", phase, err, out)
+	// The same /dev/shm as the chart's sharedMemory=1Gi.
+	pod.Spec.Volumes = []corev1.Volume{{Name: "shm", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+		Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse("1Gi"))}}}}
+	out, err := runPodToEnd(b, ns, pod)
+	if err != nil {
+		b.Fatalf("mpirun in one container: %v\n%s", err, out)
 	}
 	return out
 }

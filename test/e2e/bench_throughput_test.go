@@ -112,29 +112,41 @@ const aloneConfig = `printf '%s\n' '[ingest.validator]' 'plugins = ["jobspec", "
 // kary:8, with Fluxion) in one pod of the flux image on node, and returns what it printed.
 func fluxAlone(b *testing.B, ns, node string, size, jobs int) string {
 	b.Helper()
-	ctx := context.Background()
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "flux-alone"},
-		Spec: corev1.PodSpec{
-			NodeName:      node,
-			RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{
-				Name: "flux", Image: fluxImage, ImagePullPolicy: corev1.PullIfNotPresent,
-				Command: []string{"sh", "-c", aloneConfig + "exec flux start -o,--config-path=/tmp/alone.toml --test-size=" + strconv.Itoa(size) +
-					` -Stbon.topo=kary:8 sh -c "$0"`, throughputScript("flux", jobs)},
-				// Fluxion from the image's view, as the chart's entrypoint finds it.
-				Env: []corev1.EnvVar{{Name: "FLUX_MODPROBE_PATH_APPEND", Value: "/opt/view/etc/flux/modprobe"},
-					{Name: "FLUX_MODULE_PATH_PREPEND", Value: "/opt/view/lib/flux/modules"},
-					{Name: "FLUX_EXEC_PATH_PREPEND", Value: "/opt/view/libexec/flux/cmd"}},
-			}},
-			TerminationGracePeriodSeconds: ptr.To[int64](1),
-		},
+	pod := oneShotPod("flux-alone", node, corev1.Container{
+		Name: "flux", Image: fluxImage, ImagePullPolicy: corev1.PullIfNotPresent,
+		Command: []string{"sh", "-c", aloneConfig + "exec flux start -o,--config-path=/tmp/alone.toml --test-size=" + strconv.Itoa(size) +
+			` -Stbon.topo=kary:8 sh -c "$0"`, throughputScript("flux", jobs)},
+		// Fluxion from the image's view, as the chart's entrypoint finds it.
+		Env: []corev1.EnvVar{{Name: "FLUX_MODPROBE_PATH_APPEND", Value: "/opt/view/etc/flux/modprobe"},
+			{Name: "FLUX_MODULE_PATH_PREPEND", Value: "/opt/view/lib/flux/modules"},
+			{Name: "FLUX_EXEC_PATH_PREPEND", Value: "/opt/view/libexec/flux/cmd"}},
+	})
+	out, err := runPodToEnd(b, ns, pod)
+	if err != nil {
+		b.Fatalf("flux start --test-size=%d: %v\n%s", size, err, out)
 	}
+	return out
+}
+
+// oneShotPod is a pod of one container c on node that runs once.
+func oneShotPod(name, node string, c corev1.Container) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PodSpec{NodeName: node, RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{c},
+			TerminationGracePeriodSeconds: ptr.To[int64](1)},
+	}
+}
+
+// runPodToEnd creates pod (restartPolicy Never, one container) in ns, waits until it ends and
+// returns its container's log, and an error unless it succeeded.
+func runPodToEnd(b *testing.B, ns string, pod *corev1.Pod) (string, error) {
+	b.Helper()
+	ctx := context.Background()
 	if _, err := kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	var phase corev1.PodPhase
-	eventually(b, 20*time.Minute, "flux start --test-size ends", func() (bool, string) {
+	eventually(b, 20*time.Minute, "pod "+pod.Name+" ends", func() (bool, string) {
 		p, err := kube.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -142,9 +154,9 @@ func fluxAlone(b *testing.B, ns, node string, size, jobs int) string {
 		phase = p.Status.Phase
 		return phase == corev1.PodSucceeded || phase == corev1.PodFailed, string(phase)
 	})
-	out, err := podLogs(ns, pod.Name, "flux", 0)
-	if err != nil || phase != corev1.PodSucceeded {
-		b.Fatalf("flux start --test-size=%d: %s %v\n%s", size, phase, err, out)
+	out, err := podLogs(ns, pod.Name, pod.Spec.Containers[0].Name, 0)
+	if err == nil && phase != corev1.PodSucceeded {
+		err = fmt.Errorf("pod %s %s", pod.Name, phase)
 	}
-	return out
+	return out, err
 }
