@@ -87,6 +87,15 @@ func forwardAPI(t testing.TB, r *release, port int, scheme string) *apiConn {
 	return c
 }
 
+// waitAnswers waits up to a minute until GET /v1/nodes answers 200 with the credentials.
+func (c *apiConn) waitAnswers() {
+	c.t.Helper()
+	eventually(c.t, time.Minute, "the API answers", func() (bool, string) {
+		status, _, b := c.call("GET", "/v1/nodes", "", "", true)
+		return status == 200, fmt.Sprintf("%d %s", status, b)
+	})
+}
+
 // call sends a request with Basic credentials (none when auth is false) and returns the status
 // and the body.
 func (c *apiConn) call(method, path, ctype, body string, auth bool) (int, http.Header, []byte) {
@@ -216,10 +225,7 @@ func TestAPI(t *testing.T) {
 	if c.user == "" || len(c.token) < 32 || len(c.secretKey) < 32 {
 		t.Fatalf("the Secret %s-api lacks generated credentials", r.name)
 	}
-	eventually(t, time.Minute, "the API answers", func() (bool, string) {
-		status, _, b := c.call("GET", "/v1/nodes", "", "", true)
-		return status == 200, fmt.Sprintf("%d %s", status, b)
-	})
+	c.waitAnswers()
 
 	t.Run("auth", func(t *testing.T) {
 		c.t = t

@@ -24,10 +24,7 @@ func BenchmarkAPI(b *testing.B) {
 	r.install("--set", "size=2", "--set", "maxSize=2", "--set", "api.enabled=true")
 	pods := waitFluxUp(b, ns, r.name, 2, 2, wiringTimeout)
 	c := forwardAPI(b, r, 5000, "http")
-	eventually(b, time.Minute, "the API answers", func() (bool, string) {
-		status, _, body := c.call("GET", "/v1/nodes", "", "", true)
-		return status == 200, fmt.Sprintf("%d %s", status, body)
-	})
+	c.waitAnswers()
 	submit := func() time.Duration {
 		start := time.Now()
 		status, _, body := c.call("POST", "/v1/jobs/submit", "application/x-www-form-urlencoded", "command=true", true)

@@ -295,10 +295,7 @@ func TestRestricted(t *testing.T) {
 		t.Errorf("with api.existingSecret the chart made a Secret %s-api of its own", copied.name)
 	}
 	c.user, c.token, c.secretKey = creds["user"], creds["token"], creds["secret-key"]
-	eventually(t, time.Minute, "the API answers", func() (bool, string) {
-		status, _, b := c.call("GET", "/v1/nodes", "", "", true)
-		return status == 200, fmt.Sprintf("%d %s", status, b)
-	})
+	c.waitAnswers()
 	c.runsHostname(copied, 2)
 	copied.uninstallToNothing()
 }
