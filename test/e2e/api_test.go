@@ -481,21 +481,31 @@ print(json.dumps({"submit": sub, "info": info, "output": cli.output(jobid), "job
 		if status, _, b := c.call("POST", "/v1/service/stop", "", "", true); status != 200 {
 			t.Fatalf("POST /v1/service/stop: %d %s", status, b)
 		}
-		eventually(t, 2*time.Minute, "the lead's broker container ends with 0", func() (bool, string) {
-			pod, err := kube.CoreV1().Pods(ns).Get(context.Background(), lead.Name, metav1.GetOptions{})
-			if err != nil {
-				return false, err.Error()
-			}
-			for _, s := range pod.Status.ContainerStatuses {
-				if s.Name == "flux" && s.State.Terminated != nil {
-					return s.State.Terminated.ExitCode == 0, fmt.Sprintf("exit %d", s.State.Terminated.ExitCode)
-				}
-			}
-			return false, "running"
-		})
+		waitFluxContainerExit0(t, ns, lead.Name, "the lead's")
 	})
 
 	r.uninstallToNothing()
+}
+
+// waitFluxContainerExit0 waits up to two minutes until the flux container of pod (whose, in
+// messages) has ended with status 0; while it has not, the wait says whether it was restarted.
+func waitFluxContainerExit0(t *testing.T, ns, pod, whose string) {
+	t.Helper()
+	eventually(t, 2*time.Minute, whose+" flux container ends with 0", func() (bool, string) {
+		p, err := kube.CoreV1().Pods(ns).Get(context.Background(), pod, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, c := range p.Status.ContainerStatuses {
+			if c.Name == "flux" && c.State.Terminated != nil {
+				return c.State.Terminated.ExitCode == 0, fmt.Sprintf("exit %d", c.State.Terminated.ExitCode)
+			}
+			if c.Name == "flux" && c.RestartCount > 0 {
+				return false, "the container was restarted"
+			}
+		}
+		return false, "running"
+	})
 }
 
 // chromium runs Debian's headless Chromium on the page and returns what it printed.

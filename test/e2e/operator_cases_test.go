@@ -419,21 +419,7 @@ func tokenMountedWorkerCompletes(t *testing.T, r *release, _ []byte) {
 	if _, stderr, err := execIn(r.ns, worker.Name, "flux", "/bin/sh", "-c", stop); err != nil {
 		t.Fatalf("stopping the worker's broker: %v\n%s", err, stderr)
 	}
-	eventually(t, 2*time.Minute, "the worker's flux container ends with 0", func() (bool, string) {
-		p, err := kube.CoreV1().Pods(r.ns).Get(context.Background(), worker.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, c := range p.Status.ContainerStatuses {
-			if c.Name == "flux" && c.State.Terminated != nil {
-				return c.State.Terminated.ExitCode == 0, fmt.Sprintf("exit %d", c.State.Terminated.ExitCode)
-			}
-			if c.Name == "flux" && c.RestartCount > 0 {
-				return false, "the container was restarted"
-			}
-		}
-		return false, "running"
-	})
+	waitFluxContainerExit0(t, r.ns, worker.Name, "the worker's")
 	if log, err := podLogs(r.ns, worker.Name, "flux", 0); err != nil || !strings.Contains(log, "the worker is complete (flux.completeWorkers)") {
 		t.Errorf("the worker's log does not say it completed: %v\n%s", err, indentAll(log))
 	}
