@@ -59,7 +59,7 @@ func checkTooLarge(t *testing.T, ns, lead string, size, maxSize, cores int) {
 		for _, tc := range []struct {
 			jobs [][]string
 			want string
-		}{{never, "unsatisfiable request"}, {notYet, "grow it first"}} {
+		}{{never, "unsatisfiable request"}, {notYet, fmt.Sprintf("grow it to %d brokers first", size+1)}} {
 			for _, job := range tc.jobs {
 				args := append(append([]string{"submit"}, job...), "true")
 				out, stderr, err := fluxIn(ns, lead, args...)
