@@ -5,6 +5,8 @@
 # queue it, silently, until a resize that may never come. A job no MiniCluster of maxSize
 # brokers could run is left to the feasibility validator, which gives the scheduler's reason.
 import errno
+import threading
+import time
 
 from flux.idset import IDset
 from flux.job.validator import ValidatorPlugin
@@ -35,22 +37,46 @@ def capacity(r_lite, ranks=None):
     return have
 
 
+# How long a view of the brokers up may accept jobs that fit it without asking the lead again:
+# one resource.status RPC per job would cost every small job of an ensemble a round trip and
+# the lead the encoding of R. A job that does not fit is refused only after a fresh look, so a
+# resize that brought brokers up is never missed; a shrink is seen within this many seconds.
+FRESH_SECONDS = 2.0
+
+
 class Validator(ValidatorPlugin):
+    def __init__(self, parser):
+        super().__init__(parser)
+        self.lock = threading.Lock()
+        self.seen = None  # (monotonic time, capacity of all, capacity up)
+
+    def look(self, fresh):
+        """Capacity of maxSize brokers and of those up: cached unless fresh; None if no answer."""
+        with self.lock:
+            if not fresh and self.seen and time.monotonic() - self.seen[0] < FRESH_SECONDS:
+                return self.seen[1:]
+            try:
+                status = self.flux.rpc("resource.status", nodeid=0).get()
+                r_lite = status["R"]["execution"]["R_lite"]
+                online = set(IDset(status["online"]))
+            except (OSError, KeyError, ValueError):
+                return None
+            self.seen = (time.monotonic(), capacity(r_lite), capacity(r_lite, online))
+            return self.seen[1:]
+
     def validate(self, args):
-        try:
-            status = self.flux.rpc("resource.status", nodeid=0).get()
-            r_lite = status["R"]["execution"]["R_lite"]
-            online = set(IDset(status["online"]))
-        except (OSError, KeyError, ValueError):
-            return (0, None)  # no answer: the scheduler decides, as without this plugin
         need = needs(args.jobspec.get("resources", []))
-        total, up = capacity(r_lite), capacity(r_lite, online)
         kinds = [k for k in ("node", "core", "gpu") if need.get(k, 0) > 0]
-        if any(need[k] > total[k] for k in kinds):
-            return (0, None)  # more than maxSize brokers hold: the feasibility validator's
-        short = [k for k in kinds if need[k] > up[k]]
-        if not short:
-            return (0, None)
+        for fresh in (False, True):
+            seen = self.look(fresh)
+            if seen is None:
+                return (0, None)  # no answer: the scheduler decides, as without this plugin
+            total, up = seen
+            if any(need[k] > total[k] for k in kinds):
+                return (0, None)  # more than maxSize brokers hold: the feasibility validator's
+            short = [k for k in kinds if need[k] > up[k]]
+            if not short:
+                return (0, None)
         # The fewest brokers that hold what the job asks for, each broker like the others.
         size = max(-(-need[k] * total["node"] // total[k]) for k in short)
         asked = ", ".join(f"{need[k]} {k}s" for k in short)
