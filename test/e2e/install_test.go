@@ -390,6 +390,9 @@ func TestEphemeralExit(t *testing.T) {
 					}
 				}
 			}
+			if c.exit == "fast" && c.succeeds {
+				checkWorkersSucceeded(t, r)
+			}
 			checkLeadPrintedHostnames(t, r, 3)
 			log := leadLog(t, r)
 			for _, l := range c.leadLines {
@@ -404,6 +407,31 @@ func TestEphemeralExit(t *testing.T) {
 			}
 			r.uninstallToNothing()
 		})
+	}
+}
+
+// checkWorkersSucceeded: after a fast exit of a command that succeeded, the workers' pods have
+// succeeded on their own (the lead ended their brokers), not been stopped by the Job (Failed,
+// 143).
+func checkWorkersSucceeded(t *testing.T, r *release) {
+	t.Helper()
+	pods, _, err := brokerPods(r.ns, r.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range pods {
+		if i == 0 {
+			continue
+		}
+		log, _ := podLogs(r.ns, p.Name, "flux", 0)
+		if p.Status.Phase != corev1.PodSucceeded || !strings.Contains(log, "the worker is complete") {
+			t.Errorf("worker %d (%s): %s, %s; want it Succeeded, ended by the lead after the command:\n%s", i, p.Name, p.Status.Phase, containerStates(p), log)
+		}
+	}
+	// A worker whose pod the kubelet reported after the Job had seen the lead's is deleted by
+	// the Job, even when it had ended on its own: one at least must be left.
+	if len(pods) < 2 {
+		t.Errorf("%d broker pods left after the Job completed: no worker to check", len(pods))
 	}
 }
 

@@ -43,7 +43,8 @@ var podPaths = []string{"/minicluster/config", "/minicluster/run", "/minicluster
 // Run K of `flux broker` follows line K of $fake/broker: "STATUS [SECONDS [SLEEP [MARK]]]": it
 // moves the fake clock ($fake/clock, which the script's date reads) SECONDS ahead; leaves in its
 // rundir what a worker's rc1 does: "joined" when MARK is joined, "joined" and "stopping" when
-// it is stopping; really sleeps SLEEP seconds (SIGTERM ends that with 143, noted in
+// it is stopping; "command-ended" beside the rundir when it is ended (what the lead's wrapper
+// leaves on every worker after the command succeeded); really sleeps SLEEP seconds (SIGTERM ends that with 143, noted in
 // $fake/signals, unless MARK is deaf: a broker that ignores it) and exits STATUS. A run with no
 // line kills the script, so a test that expected it to stop earlier fails at once.
 const fakeFlux = `#!/usr/bin/busybox sh
@@ -99,6 +100,7 @@ broker)
   case ${4:-} in
   joined) : > "$rundir/joined" ;;
   stopping) : > "$rundir/joined" && : > "$rundir/stopping" ;;
+  ended) : > "$rundir/joined" && : > "${rundir%/flux}/command-ended" ;;
   esac
   if [ "${3:-0}" -gt 0 ]; then
     if [ "${4:-}" = deaf ]; then
@@ -942,6 +944,25 @@ func TestEntrypointScheduler(t *testing.T) {
 		p.runsOnce(t)
 		assert.NotContains(t, p.brokerEnv(t, 1), "FLUX_MODULE_PATH_PREPEND")
 	})
+}
+
+// Fast exit: after a command that succeeded, the lead's wrapper tells every worker so and ends
+// its broker; a worker whose broker ends after that succeeds at once, without a second run.
+func TestEntrypointWorkersEndWithTheCommand(t *testing.T) {
+	t.Parallel()
+	lead := newPod(t, helmtest.Options{Set: []string{"command=hostname"}}, 0)
+	lead.runsOnce(t)
+	wrapper := strings.Join(lead.brokerRuns(t)[0], "\n")
+	assert.Contains(t, wrapper, `if [ "$status" -eq 0 ]; then flux exec -r all -x 0 --noinput /bin/sh -c "$w"`)
+	assert.Contains(t, wrapper, ": > "+lead.root+"/minicluster/run/command-ended && b=$(flux getattr broker.pid)")
+
+	worker := newPod(t, helmtest.Options{Set: []string{"command=hostname", "commands.post=echo worker-post"}}, 1)
+	worker.brokers(t, "137 0 0 ended")
+	status, out := worker.run(t)
+	assert.Equal(t, 0, status, out)
+	assert.Len(t, worker.brokerRuns(t), 1)
+	assert.Contains(t, out, "minicluster[1]: the command ended with status 0 on the lead, which ended this broker: the worker is complete")
+	assert.Contains(t, out, "worker-post")
 }
 
 // flux-pmix: a command that asks for -o pmi=pmix needs its shell plugin; one in the view (not

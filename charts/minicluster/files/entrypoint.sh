@@ -38,8 +38,10 @@ rc3_done=$run/flux/rc3-done
 online_mark=/minicluster/keys/.online
 # POST /v1/service/stop leaves this behind: the instance was stopped on purpose.
 api_stopped=$run/api-stopped
-# Fast exit: the command's wrapper writes its status here (initial_program).
+# Fast exit: the command's wrapper writes its status here (initial_program); on every worker,
+# command-ended once the command has ended with 0, just before the wrapper ends their brokers.
 command_status=$run/command-status
+command_ended=$run/command-ended
 
 # commands.* (the operator's): user_command NAME SCRIPT [shown] runs SCRIPT with /bin/sh.
 # logging.quiet discards its output unless shown (post's is); a failure is logged and ignored,
@@ -348,8 +350,14 @@ initial_program() {
     esac
   fi
   if [ "$fast_exit" = true ]; then
+    # After a command that succeeded, every worker is told so and its broker ended (in the
+    # background, so that flux exec returns first): the workers' pods succeed with the lead's.
+    # Otherwise the Job ends them once the lead has (SIGTERM, their rc3 and a goodbye to a
+    # lead that is gone), seconds more before the Job is Complete.
+    # shellcheck disable=SC2016 # expanded by the wrappers' shells
+    end_workers=': > '"$command_ended"' && b=$(flux getattr broker.pid) && { (sleep 0.1; kill -KILL "$b") < /dev/null > /dev/null 2>&1 & }'
     # shellcheck disable=SC2016 # expanded by the wrapper's shell
-    add_args /bin/sh -c '"$@"; status=$?; echo "$status" > "$0"; kill -KILL "$(flux getattr broker.pid)"; exit "$status"' "$command_status"
+    add_args /bin/sh -c 'w=$1; shift; "$@"; status=$?; echo "$status" > "$0"; if [ "$status" -eq 0 ]; then flux exec -r all -x 0 --noinput /bin/sh -c "$w" > /dev/null 2>&1; fi; kill -KILL "$(flux getattr broker.pid)"; exit "$status"' "$command_status" "$end_workers"
   fi
   # commands.prefix: words put before the initial program (a wrapper such as `strace -f`);
   # logging.timed: the initial program is timed and its wall time printed as the operator does.
@@ -572,6 +580,12 @@ after_broker() {
     fi
     user_command post "${MINICLUSTER_CMD_POST:-}" shown
     exit "$status"
+  fi
+  # The lead's command succeeded and its wrapper ended this broker (fast exit): done.
+  if [ "$index" -ne 0 ] && [ -e "$command_ended" ]; then
+    log "the command ended with status 0 on the lead, which ended this broker: the worker is complete"
+    user_command post "${MINICLUSTER_CMD_POST:-}" shown
+    exit 0
   fi
   # flux.completeWorkers (the operator's): a worker ends, successfully, once its broker exits.
   if [ "$index" -ne 0 ] && [ "${MINICLUSTER_COMPLETE_WORKERS:-false}" = true ]; then
