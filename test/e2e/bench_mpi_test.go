@@ -15,11 +15,18 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// The melt input of values/lammps.yaml, and the OpenMPI settings both sides run with.
+// The melt input of values/lammps.yaml, and the OpenMPI settings both sides run with: ranks
+// yield the core while they wait, as mpirun makes them when it sees more ranks than cores (it
+// does on the bare side here; under Flux each rank sees a node of its own and would poll).
 const (
 	meltInput = "lmp -in /opt/lammps/examples/melt/in.melt -log none -nocite"
-	bareMPI   = "export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none; "
+	bareMPI   = "export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_mpi_yield_when_idle=1; "
 )
+
+// mpiFigures prints, from a program's output in /tmp/NAME.out, LAMMPS's loop time and
+// mpi-hello's ping-pong as "NAME loop SECONDS", "NAME rtt MICROSECONDS", "NAME bw MB/S".
+const mpiFigures = `sed -n -e 's/^Loop time of \([0-9.e+-]*\) on.*/%[1]s loop \1/p' ` +
+	`-e 's/^pingpong: .* round trip \([0-9.]*\) us; .* messages \([0-9.]*\) MB\/s$/%[1]s rtt \1\n%[1]s bw \2/p' /tmp/%[1]s.out; `
 
 // mpiRuns are the MPI programs BenchmarkMPI times on both sides: ranks, and the program.
 var mpiRuns = []struct {
@@ -47,11 +54,16 @@ func BenchmarkMPI(b *testing.B) {
 		pods := waitFluxUp(b, ns, r.name, 4, 4, wiringTimeout)
 		var script, bareScript strings.Builder
 		for _, run := range mpiRuns {
-			fmt.Fprintf(&script, `s=$(date +%%s%%N); $flux run -N 4 -n %d -o pmi=pmix %s > /tmp/%s.out 2>&1 || { cat /tmp/%[3]s.out; exit 1; }; e=$(date +%%s%%N); echo "%[3]s wall $((e - s))"; sed -n 's/^Loop time of \([0-9.e+-]*\) on.*/%[3]s loop \1/p' /tmp/%[3]s.out; `,
+			fmt.Fprintf(&script, `s=$(date +%%s%%N); $flux run -N 4 -n %d -o pmi=pmix %s > /tmp/%s.out 2>&1 || { cat /tmp/%[3]s.out; exit 1; }; e=$(date +%%s%%N); echo "%[3]s wall $((e - s))"; `,
 				run.ranks, run.program, run.name)
-			fmt.Fprintf(&bareScript, `s=$(date +%%s%%N); mpirun --oversubscribe -np %d %s > /tmp/%s.out 2>&1 || { cat /tmp/%[3]s.out; exit 1; }; e=$(date +%%s%%N); echo "%[3]s wall $((e - s))"; sed -n 's/^Loop time of \([0-9.e+-]*\) on.*/%[3]s loop \1/p' /tmp/%[3]s.out; `,
+			fmt.Fprintf(&bareScript, `s=$(date +%%s%%N); mpirun --oversubscribe -np %d %s > /tmp/%s.out 2>&1 || { cat /tmp/%[3]s.out; exit 1; }; e=$(date +%%s%%N); echo "%[3]s wall $((e - s))"; `,
 				run.ranks, run.program, run.name)
+			fmt.Fprintf(&script, mpiFigures, run.name)
+			fmt.Fprintf(&bareScript, mpiFigures, run.name)
 		}
+		// mpi-hello once more in one container with TCP between its ranks (loopback), what the
+		// pod network is measured against besides shared memory.
+		fmt.Fprintf(&bareScript, `mpirun --oversubscribe --mca btl tcp,self -np 8 mpi-hello-openmpi > /tmp/hello-8-tcp.out 2>&1 || { cat /tmp/hello-8-tcp.out; exit 1; }; `+mpiFigures, "hello-8-tcp")
 		out, stderr, err := execInWithin(20*time.Minute, ns, pods[0].Name, "flux", "sh", "-c",
 			// flux-core's own flux, as a batch script in the pod would run it.
 			". /minicluster/scripts/env.sh && flux=$(real_flux) && "+bareMPI+script.String())
@@ -68,23 +80,29 @@ func BenchmarkMPI(b *testing.B) {
 		deleteNamespace(b, ns)
 	}
 	n := float64(b.N)
+	units := map[string]string{"wall": "s", "loop": "s", "rtt": "us", "bw": "MBps"}
 	for _, run := range mpiRuns {
-		for _, what := range []string{"wall", "loop"} {
+		for _, what := range []string{"wall", "loop", "rtt", "bw"} {
 			key := run.name + "-" + what
 			if _, ok := chart[key]; !ok {
 				continue
 			}
-			metric(b, chart[key]/n, "s/"+key)
-			metric(b, bare[key]/n, "s/"+key+"-bare")
-			fmt.Printf("%s %s: %.2f s, bare %.2f s (%+.1f%%)\n", run.name, what, chart[key]/n, bare[key]/n, 100*(chart[key]/bare[key]-1))
+			metric(b, chart[key]/n, units[what]+"/"+key)
+			metric(b, bare[key]/n, units[what]+"/"+key+"-bare")
+			fmt.Printf("%s %s: %.2f %s, bare %.2f (%+.1f%%)\n", run.name, what, chart[key]/n, units[what], bare[key]/n, 100*(chart[key]/bare[key]-1))
 		}
+	}
+	for _, what := range []string{"rtt", "bw"} {
+		key := "hello-8-tcp-" + what
+		metric(b, bare[key]/n, units[what]+"/"+key+"-bare")
+		fmt.Printf("hello-8 %s, one container over TCP: %.2f %s\n", what, bare[key]/n, units[what])
 	}
 }
 
-// addMPI adds the "NAME wall NANOSECONDS" and "NAME loop SECONDS" lines of out to sums.
+// addMPI adds the "NAME wall NANOSECONDS" lines of out, and those of mpiFigures, to sums.
 func addMPI(b *testing.B, sums map[string]float64, out string) {
 	found := 0
-	for _, m := range regexp.MustCompile(`(?m)^(\S+) (wall|loop) (\S+)$`).FindAllStringSubmatch(out, -1) {
+	for _, m := range regexp.MustCompile(`(?m)^(\S+) (wall|loop|rtt|bw) (\S+)$`).FindAllStringSubmatch(out, -1) {
 		v, err := strconv.ParseFloat(m[3], 64)
 		if err != nil {
 			b.Fatalf("%q: not a number", m[0])

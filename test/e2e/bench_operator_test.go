@@ -53,6 +53,13 @@ func BenchmarkOperator(b *testing.B) {
 	}
 	sides := []benchSide{op, chartSide{helm: helm, label: "chart"},
 		chartSide{helm: helm, label: "chart-copy", set: []string{"--set", copyValues}}}
+	// BENCH_OPERATOR_SIDES: some of them only, by name.
+	if only := os.Getenv("BENCH_OPERATOR_SIDES"); only != "" {
+		sides = slices.DeleteFunc(sides, func(s benchSide) bool { return !slices.Contains(strings.Split(only, ","), s.name()) })
+		if len(sides) == 0 {
+			b.Fatalf("BENCH_OPERATOR_SIDES=%q: want some of operator,chart,chart-copy", only)
+		}
+	}
 	sizes := benchSizes(b, "BENCH_OPERATOR_SIZES", "6,16")
 	for _, s := range sides { // untimed: every node pulls the images once
 		ns := newNamespace(b, "warm-"+s.name())
@@ -96,8 +103,10 @@ func recordOperator(b *testing.B, size int, sides []string, runs []opRun) {
 	name := fmt.Sprintf("%s/size=%d", b.Name(), size)
 	floors := map[string]func(opRun) time.Duration{
 		"ephemeral":        func(r opRun) time.Duration { return r.floor.completed },
+		"complete":         func(r opRun) time.Duration { return r.floor.complete },
+		"cycle":            func(r opRun) time.Duration { return r.floor.cycle },
 		"create-command":   func(r opRun) time.Duration { return r.floor.helmInstall },
-		"remove-completed": func(r opRun) time.Duration { return r.floor.deleted },
+		"remove-completed": func(r opRun) time.Duration { return r.floor.deletedCompleted },
 		"remove-command":   func(r opRun) time.Duration { return r.floor.helmUninstall },
 		"interactive":      func(r opRun) time.Duration { return r.floor.running },
 		"resize":           func(r opRun) time.Duration { return r.floor.resize },
@@ -106,6 +115,8 @@ func recordOperator(b *testing.B, size int, sides []string, runs []opRun) {
 	}
 	steps := map[string]func(sideTimes) time.Duration{
 		"ephemeral":        func(t sideTimes) time.Duration { return t.ephemeral },
+		"complete":         func(t sideTimes) time.Duration { return t.complete },
+		"cycle":            func(t sideTimes) time.Duration { return t.cycle },
 		"create-command":   func(t sideTimes) time.Duration { return t.createCmd },
 		"remove-completed": func(t sideTimes) time.Duration { return t.removeCompleted },
 		"remove-command":   func(t sideTimes) time.Duration { return t.removeCmd },
@@ -139,15 +150,17 @@ type benchSide interface {
 // sideTimes are one side's figures at one size.
 type sideTimes struct {
 	ephemeral, createCmd       time.Duration // create -> lead Succeeded; the command alone
+	complete                   time.Duration // create -> Job Complete (every broker ended)
 	removeCompleted, removeCmd time.Duration // completed (Job Complete) one removed -> nothing left; the command
+	cycle                      time.Duration // create -> Job Complete -> removed -> nothing left
 	interactive                time.Duration // create -> size brokers up in Flux
 	resize, resizeCmd          time.Duration // size/2 -> size: the new brokers up in Flux
 	removeRunning              time.Duration // running one removed -> nothing left
 }
 
 func (t sideTimes) String() string {
-	return fmt.Sprintf("ephemeral %.2f (command %.2f), completed removed %.2f (command %.2f), interactive %.2f, resize %.2f (command %.2f), running removed %.2f",
-		t.ephemeral.Seconds(), t.createCmd.Seconds(), t.removeCompleted.Seconds(), t.removeCmd.Seconds(),
+	return fmt.Sprintf("ephemeral %.2f (command %.2f), Job complete %.2f, completed removed %.2f (command %.2f), cycle %.2f, interactive %.2f, resize %.2f (command %.2f), running removed %.2f",
+		t.ephemeral.Seconds(), t.createCmd.Seconds(), t.complete.Seconds(), t.removeCompleted.Seconds(), t.removeCmd.Seconds(), t.cycle.Seconds(),
 		t.interactive.Seconds(), t.resize.Seconds(), t.resizeCmd.Seconds(), t.removeRunning.Seconds())
 }
 
@@ -164,12 +177,13 @@ type opRun struct {
 // ConfigMap, what every Helm command costs before any chart's own objects.
 type floorTimes struct {
 	completed, running, resize, deleted     time.Duration
+	complete, deletedCompleted, cycle       time.Duration // Job Complete; that Job deleted; the two
 	helmInstall, helmUpgrade, helmUninstall time.Duration
 }
 
 func (f floorTimes) String() string {
-	return fmt.Sprintf("completed %.2f, running %.2f, resize %.2f, deleted %.2f; helm install %.2f, upgrade %.2f, uninstall %.2f",
-		f.completed.Seconds(), f.running.Seconds(), f.resize.Seconds(), f.deleted.Seconds(),
+	return fmt.Sprintf("completed %.2f, Job complete %.2f, completed deleted %.2f, cycle %.2f, running %.2f, resize %.2f, deleted %.2f; helm install %.2f, upgrade %.2f, uninstall %.2f",
+		f.completed.Seconds(), f.complete.Seconds(), f.deletedCompleted.Seconds(), f.cycle.Seconds(), f.running.Seconds(), f.resize.Seconds(), f.deleted.Seconds(),
 		f.helmInstall.Seconds(), f.helmUpgrade.Seconds(), f.helmUninstall.Seconds())
 }
 
@@ -178,23 +192,31 @@ func timeSide(b *testing.B, s benchSide, size int) sideTimes {
 	var t sideTimes
 	ns := newNamespace(b, "op-eph-"+s.name())
 	settleDisk()
+	var trace *timeline
+	if os.Getenv("BENCH_TRACE") != "" {
+		trace = startTimeline(ns)
+	}
 	start := time.Now()
 	t.createCmd = s.create(b, ns, size, size, "hostname")
+	if trace != nil {
+		trace.mark("create command returned")
+	}
 	waitLead(b, ns, corev1.PodSucceeded, 5*time.Minute)
 	t.ephemeral = time.Since(start)
-	// Completed: the Job is (its workers have ended too).
-	eventuallyFast(b, 2*time.Minute, "Job complete", func() (bool, string) {
-		job, err := kube.BatchV1().Jobs(ns).Get(context.Background(), benchJob, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		c, done := jobFinished(job)
-		return done && c.Type == batchv1.JobComplete, jobConditions(job.Status.Conditions)
-	})
-	start = time.Now()
+	// Completed: the Job is (its workers have ended too), what a user waits for.
+	waitBenchJobComplete(b, ns)
+	t.complete = time.Since(start)
+	removing := time.Now()
 	t.removeCmd = s.remove(b, ns)
+	if trace != nil {
+		trace.mark("remove command returned")
+	}
 	waitEmpty(b, ns)
-	t.removeCompleted = time.Since(start)
+	t.removeCompleted = time.Since(removing)
+	t.cycle = time.Since(start)
+	if trace != nil {
+		fmt.Printf("%s, size %d, ephemeral cycle:\n%s\n", s.name(), size, trace.end())
+	}
 	deleteNamespace(b, ns)
 
 	ns = newNamespace(b, "op-"+s.name())
@@ -233,9 +255,13 @@ func operatorFloor(b *testing.B, size int, helm string) floorTimes {
 
 	ns = newNamespace(b, "op-floor")
 	start := time.Now()
-	createCompletingFloor(b, ns, "flux-sample", size)
+	createCompletingFloor(b, ns, benchJob, size)
 	waitLead(b, ns, corev1.PodSucceeded, 3*time.Minute)
 	f.completed = time.Since(start)
+	waitBenchJobComplete(b, ns)
+	f.complete = time.Since(start)
+	f.deletedCompleted = deleteFloor(b, ns, benchJob, 2*time.Minute)
+	f.cycle = time.Since(start)
 	deleteNamespace(b, ns)
 
 	ns = newNamespace(b, "op-floor")
@@ -265,6 +291,18 @@ func operatorFloor(b *testing.B, size int, helm string) floorTimes {
 
 // Both sides name their broker Job flux-sample; so does the completing floor.
 const benchJob = "flux-sample"
+
+// waitBenchJobComplete waits until the Job flux-sample in ns is Complete.
+func waitBenchJobComplete(b *testing.B, ns string) {
+	eventuallyFast(b, 2*time.Minute, "Job complete", func() (bool, string) {
+		job, err := kube.BatchV1().Jobs(ns).Get(context.Background(), benchJob, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		c, done := jobFinished(job)
+		return done && c.Type == batchv1.JobComplete, jobConditions(job.Status.Conditions)
+	})
+}
 
 // leadPod is the newest pod of index 0 of the Job flux-sample in ns, if any.
 func leadPod(ns string) (*corev1.Pod, error) {
@@ -562,8 +600,12 @@ func operatorTable(size int, sides []string, runs []opRun) string {
 		func(t sideTimes) time.Duration { return t.ephemeral }, "<= 0.6x")
 	row("  the create command alone (floor: helm, a one-ConfigMap chart)", func(r opRun) time.Duration { return r.floor.helmInstall },
 		func(t sideTimes) time.Duration { return t.createCmd }, "chart <= 0.5 s")
-	row("completed one removed -> nothing left", func(r opRun) time.Duration { return r.floor.deleted },
+	row("ephemeral create -> Job Complete", func(r opRun) time.Duration { return r.floor.complete },
+		func(t sideTimes) time.Duration { return t.complete }, "")
+	row("completed one removed -> nothing left", func(r opRun) time.Duration { return r.floor.deletedCompleted },
 		func(t sideTimes) time.Duration { return t.removeCompleted }, "<= 1x")
+	row("whole cycle: create -> Complete -> removed -> nothing left", func(r opRun) time.Duration { return r.floor.cycle },
+		func(t sideTimes) time.Duration { return t.cycle }, "<= 0.5x, <= floor + 3 s")
 	row("  the remove command alone (floor: helm)", func(r opRun) time.Duration { return r.floor.helmUninstall },
 		func(t sideTimes) time.Duration { return t.removeCmd }, "chart <= 0.5 s")
 	row("interactive create -> all up in Flux", func(r opRun) time.Duration { return r.floor.running },

@@ -19,7 +19,9 @@ import (
 // BenchmarkScale: real Flux at sizes 6, 16, 32 and 64 (BENCH_SIZES), the view image mounted
 // (nothing copied per pod), each next to its floor in the same run:
 //   - up: helm install -> Flux counts every broker up; floor: a bare indexed Job of the same
-//     size and its headless Service -> every pod Running and listed by the Service;
+//     size and its headless Service -> every pod Running and listed by the Service; Flux's own
+//     bootstrap: `flux start --test-size=size` in one pod (kary:8, Fluxion) -> its initial
+//     program runs, which it does once every broker is online;
 //   - launch: `flux run -N size hostname` in the lead (no floor: nothing like it without Flux);
 //   - resize: helm upgrade to half the size and back -> Flux counts size up; floor: the bare
 //     Job's parallelism and completions patched to half and back -> size Running and listed;
@@ -32,11 +34,13 @@ func BenchmarkScale(b *testing.B) {
 	for _, size := range sizes {
 		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
 			var floor, chart scaleTimes
+			var alone time.Duration
 			for b.Loop() {
 				floor = floor.plus(scaleFloor(b, size))
+				alone += fluxBootstrap(b, size)
 				chart = chart.plus(scaleChart(b, size, ""))
 			}
-			reportScale(b, size, floor, chart)
+			reportScale(b, size, floor, chart, alone)
 		})
 	}
 }
@@ -81,7 +85,7 @@ func (s scaleTimes) plus(o scaleTimes) scaleTimes {
 	return scaleTimes{s.up + o.up, s.launch + o.launch, s.resize + o.resize, s.down + o.down}
 }
 
-func reportScale(b *testing.B, size int, floor, chart scaleTimes) {
+func reportScale(b *testing.B, size int, floor, chart scaleTimes, alone time.Duration) {
 	n := float64(b.N)
 	row := func(what string, c, f time.Duration) string {
 		if f == 0 {
@@ -91,13 +95,15 @@ func reportScale(b *testing.B, size int, floor, chart scaleTimes) {
 	}
 	metric(b, chart.up.Seconds()/n, "s/up")
 	metric(b, floor.up.Seconds()/n, "s/up-floor")
+	metric(b, alone.Seconds()/n, "s/up-flux-alone")
+	metric(b, (chart.up-floor.up-alone).Seconds()/n, "s/up-rest")
 	metric(b, chart.launch.Seconds()/n, "s/launch")
 	metric(b, chart.resize.Seconds()/n, "s/resize")
 	metric(b, floor.resize.Seconds()/n, "s/resize-floor")
 	metric(b, chart.down.Seconds()/n, "s/down")
 	metric(b, floor.down.Seconds()/n, "s/down-floor")
-	fmt.Printf("size %d: %s; %s; %s; %s (mean of %d)\n", size,
-		row("install -> all up", chart.up, floor.up), row(fmt.Sprintf("flux run -N %d", size), chart.launch, 0),
+	fmt.Printf("size %d: %s, Flux's own bootstrap %.2f s, the rest %.2f s; %s; %s; %s (mean of %d)\n", size,
+		row("install -> all up", chart.up, floor.up), alone.Seconds()/n, (chart.up-floor.up-alone).Seconds()/n, row(fmt.Sprintf("flux run -N %d", size), chart.launch, 0),
 		row(fmt.Sprintf("resize %d -> %d -> %d", size, size/2, size), chart.resize, floor.resize),
 		row("uninstall -> nothing left", chart.down, floor.down), b.N)
 }
@@ -127,6 +133,31 @@ func scaleFloor(b *testing.B, size int) scaleTimes {
 	t.down = deleteFloor(b, ns, "floor", 5*time.Minute)
 	deleteNamespace(b, ns)
 	return t
+}
+
+// fluxBootstrap is how long flux start --test-size=size takes in one pod until its initial
+// program runs (every broker online, Fluxion loaded), timed inside the pod.
+func fluxBootstrap(b *testing.B, size int) time.Duration {
+	ns := newNamespace(b, "scale-alone")
+	nodes, err := kube.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(nodes.Items) == 0 {
+		b.Fatalf("no node: %v", err)
+	}
+	out, err := runPodToEnd(b, ns, alonePod(b, nodes.Items[0].Name, size, `echo "up $(($(date +%s%N) - START))"`))
+	if err != nil {
+		b.Fatalf("flux start --test-size=%d: %v\n%s", size, err, out)
+	}
+	deleteNamespace(b, ns)
+	var nanos int64
+	for _, l := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(l, "up "); ok {
+			nanos, err = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	if nanos <= 0 || err != nil {
+		b.Fatalf("flux start --test-size=%d printed no time to all up: %v\n%s", size, err, out)
+	}
+	return time.Duration(nanos)
 }
 
 // scaleChart times the chart's four steps, with a topology ("" and "flat": the chart's default).

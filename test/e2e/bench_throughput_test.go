@@ -5,6 +5,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -104,28 +106,43 @@ func BenchmarkThroughput(b *testing.B) {
 	}
 }
 
-// aloneConfig writes the parts of the chart's broker.toml that bear on jobs (the validators and
-// Fluxion's queue policy) for `flux start`; its bootstrap and R are test-size's own.
-const aloneConfig = `printf '%s\n' '[ingest.validator]' 'plugins = ["jobspec", "feasibility"]' '[sched-fluxion-qmanager]' 'queue-policy = "fcfs"' > /tmp/alone.toml && `
+// aloneConfig writes the parts of the chart's broker.toml that bear on jobs (the validators,
+// the chart's own from $VALIDATOR, and Fluxion's queue policy) for `flux start`; its bootstrap
+// and R are test-size's own.
+const aloneConfig = `printf '%s\n' "$VALIDATOR" > /tmp/validate-brokers-up.py && ` +
+	`printf '%s\n' '[ingest.validator]' 'plugins = ["jobspec", "feasibility", "/tmp/validate-brokers-up.py"]' '[sched-fluxion-qmanager]' 'queue-policy = "fcfs"' > /tmp/alone.toml && `
 
 // fluxAlone runs throughputScript in `flux start --test-size=size` (the chart's overlay shape,
-// kary:8, with Fluxion) in one pod of the flux image on node, and returns what it printed.
+// kary:8, with Fluxion and the chart's validators) in one pod of the flux image on node, and
+// returns what it printed.
 func fluxAlone(b *testing.B, ns, node string, size, jobs int) string {
 	b.Helper()
-	pod := oneShotPod("flux-alone", node, corev1.Container{
-		Name: "flux", Image: fluxImage, ImagePullPolicy: corev1.PullIfNotPresent,
-		Command: []string{"sh", "-c", aloneConfig + "exec flux start -o,--config-path=/tmp/alone.toml --test-size=" + strconv.Itoa(size) +
-			` -Stbon.topo=kary:8 sh -c "$0"`, throughputScript("flux", jobs)},
-		// Fluxion from the image's view, as the chart's entrypoint finds it.
-		Env: []corev1.EnvVar{{Name: "FLUX_MODPROBE_PATH_APPEND", Value: "/opt/view/etc/flux/modprobe"},
-			{Name: "FLUX_MODULE_PATH_PREPEND", Value: "/opt/view/lib/flux/modules"},
-			{Name: "FLUX_EXEC_PATH_PREPEND", Value: "/opt/view/libexec/flux/cmd"}},
-	})
-	out, err := runPodToEnd(b, ns, pod)
+	out, err := runPodToEnd(b, ns, alonePod(b, node, size, throughputScript("flux", jobs)))
 	if err != nil {
 		b.Fatalf("flux start --test-size=%d: %v\n%s", size, err, out)
 	}
 	return out
+}
+
+// alonePod is a pod of the flux image on node that runs script as the initial program of
+// `flux start --test-size=size` with the chart's overlay shape, Fluxion and validators. The
+// script sees START, the nanoseconds just before flux start.
+func alonePod(b *testing.B, node string, size int, script string) *corev1.Pod {
+	b.Helper()
+	validator, err := os.ReadFile(filepath.Join(chartDir, "files", "validate-brokers-up.py"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return oneShotPod("flux-alone", node, corev1.Container{
+		Name: "flux", Image: fluxImage, ImagePullPolicy: corev1.PullIfNotPresent,
+		Command: []string{"sh", "-c", aloneConfig + "export START=$(date +%s%N); exec flux start -o,--config-path=/tmp/alone.toml --test-size=" + strconv.Itoa(size) +
+			` -Stbon.topo=kary:8 sh -c "$0"`, script},
+		// Fluxion from the image's view, as the chart's entrypoint finds it.
+		Env: []corev1.EnvVar{{Name: "FLUX_MODPROBE_PATH_APPEND", Value: "/opt/view/etc/flux/modprobe"},
+			{Name: "FLUX_MODULE_PATH_PREPEND", Value: "/opt/view/lib/flux/modules"},
+			{Name: "FLUX_EXEC_PATH_PREPEND", Value: "/opt/view/libexec/flux/cmd"},
+			{Name: "VALIDATOR", Value: string(validator)}},
+	})
 }
 
 // oneShotPod is a pod of one container c on node that runs once.

@@ -1,6 +1,8 @@
 /* mpi-hello: every rank prints its rank, the world size, its host and the MPI library; then a
  * ring passes a token from rank to rank (each adds its rank) and an allreduce sums the ranks, so
  * that data crosses between every pair of neighbouring ranks. Exit 1 when a sum is wrong.
+ * Last, rank 0 and the last rank (another node when ranks are placed in blocks) time a
+ * ping-pong: the round trip of 8 bytes, and the bandwidth of BYTES-byte messages.
  *
  *   mpi-hello [BYTES]   BYTES: the size of a second ring message (default 1 MiB), larger than
  *                       what MPI sends eagerly, so it crosses the network in a rendezvous too.
@@ -53,7 +55,33 @@ int main(int argc, char **argv)
     MPI_Allreduce(&mine, &sum, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     int anybad = 0;
     MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    /* Ping-pong between rank 0 and the last rank: reps round trips of 8 bytes, then of bytes. */
+    int peer = size - 1, reps = 50;
+    double rtt = 0, bw = 0;
+    for (int pass = 0; pass < 2 && peer > 0; pass++) {
+        long n = pass == 0 ? 8 : bytes;
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        for (int i = 0; i < reps; i++) {
+            if (rank == 0) {
+                MPI_Send(out, n, MPI_BYTE, peer, 2, MPI_COMM_WORLD);
+                MPI_Recv(in, n, MPI_BYTE, peer, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            } else if (rank == peer) {
+                MPI_Recv(in, n, MPI_BYTE, 0, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(out, n, MPI_BYTE, 0, 2, MPI_COMM_WORLD);
+            }
+        }
+        double t = MPI_Wtime() - t0;
+        if (pass == 0)
+            rtt = t / reps * 1e6;
+        else
+            bw = 2.0 * reps * n / t / 1e6;
+    }
+
     if (rank == 0) {
+        if (peer > 0)
+            printf("pingpong: rank 0 and rank %d: 8-byte round trip %.1f us; %ld-byte messages %.1f MB/s\n",
+                   peer, rtt, bytes, bw);
         printf("ring: token %ld (want %ld); %ld-byte ring %s; allreduce: sum of ranks %ld (want %ld)\n",
                token, want, bytes, anybad ? "CORRUPT" : "ok", sum, want);
         if (token != want || sum != want || anybad)
