@@ -51,10 +51,11 @@ class Validator(ValidatorPlugin):
         self.seen = None  # (monotonic time, capacity of all, capacity up)
 
     def look(self, fresh):
-        """Capacity of maxSize brokers and of those up: cached unless fresh; None if no answer."""
+        """(capacity of maxSize brokers, of those up, whether asked now): the cached view unless
+        fresh or old; None if no answer."""
         with self.lock:
             if not fresh and self.seen and time.monotonic() - self.seen[0] < FRESH_SECONDS:
-                return self.seen[1:]
+                return self.seen[1], self.seen[2], False
             try:
                 status = self.flux.rpc("resource.status", nodeid=0).get()
                 r_lite = status["R"]["execution"]["R_lite"]
@@ -62,7 +63,7 @@ class Validator(ValidatorPlugin):
             except (OSError, KeyError, ValueError):
                 return None
             self.seen = (time.monotonic(), capacity(r_lite), capacity(r_lite, online))
-            return self.seen[1:]
+            return self.seen[1], self.seen[2], True
 
     def validate(self, args):
         need = needs(args.jobspec.get("resources", []))
@@ -71,12 +72,14 @@ class Validator(ValidatorPlugin):
             seen = self.look(fresh)
             if seen is None:
                 return (0, None)  # no answer: the scheduler decides, as without this plugin
-            total, up = seen
+            total, up, asked = seen
             if any(need[k] > total[k] for k in kinds):
                 return (0, None)  # more than maxSize brokers hold: the feasibility validator's
             short = [k for k in kinds if need[k] > up[k]]
             if not short:
                 return (0, None)
+            if asked:
+                break  # the view that refuses it is already the lead's answer of now
         # The fewest brokers that hold what the job asks for, each broker like the others.
         size = max(-(-need[k] * total["node"] // total[k]) for k in short)
         asked = ", ".join(f"{need[k]} {k}s" for k in short)
