@@ -28,6 +28,14 @@ const (
 const mpiFigures = `sed -n -e 's/^Loop time of \([0-9.e+-]*\) on.*/%[1]s loop \1/p' ` +
 	`-e 's/^pingpong: .* round trip \([0-9.]*\) us; .* messages \([0-9.]*\) MB\/s$/%[1]s rtt \1\n%[1]s bw \2/p' /tmp/%[1]s.out; `
 
+// timedMPI adds to script the run of command with its output in /tmp/NAME.out (printed, and the
+// script ended, when it fails), its wall time as "NAME wall NANOSECONDS", then mpiFigures.
+func timedMPI(script *strings.Builder, command, name string) {
+	fmt.Fprintf(script, `s=$(date +%%s%%N); %s > /tmp/%s.out 2>&1 || { cat /tmp/%[2]s.out; exit 1; }; e=$(date +%%s%%N); echo "%[2]s wall $((e - s))"; `,
+		command, name)
+	fmt.Fprintf(script, mpiFigures, name)
+}
+
 // mpiRuns are the MPI programs BenchmarkMPI times on both sides: ranks, and the program.
 var mpiRuns = []struct {
 	name    string
@@ -54,16 +62,12 @@ func BenchmarkMPI(b *testing.B) {
 		pods := waitFluxUp(b, ns, r.name, 4, 4, wiringTimeout)
 		var script, bareScript strings.Builder
 		for _, run := range mpiRuns {
-			fmt.Fprintf(&script, `s=$(date +%%s%%N); $flux run -N 4 -n %d -o pmi=pmix %s > /tmp/%s.out 2>&1 || { cat /tmp/%[3]s.out; exit 1; }; e=$(date +%%s%%N); echo "%[3]s wall $((e - s))"; `,
-				run.ranks, run.program, run.name)
-			fmt.Fprintf(&bareScript, `s=$(date +%%s%%N); mpirun --oversubscribe -np %d %s > /tmp/%s.out 2>&1 || { cat /tmp/%[3]s.out; exit 1; }; e=$(date +%%s%%N); echo "%[3]s wall $((e - s))"; `,
-				run.ranks, run.program, run.name)
-			fmt.Fprintf(&script, mpiFigures, run.name)
-			fmt.Fprintf(&bareScript, mpiFigures, run.name)
+			timedMPI(&script, fmt.Sprintf("$flux run -N 4 -n %d -o pmi=pmix %s", run.ranks, run.program), run.name)
+			timedMPI(&bareScript, fmt.Sprintf("mpirun --oversubscribe -np %d %s", run.ranks, run.program), run.name)
 		}
 		// mpi-hello once more in one container with TCP between its ranks (loopback), what the
 		// pod network is measured against besides shared memory.
-		fmt.Fprintf(&bareScript, `mpirun --oversubscribe --mca btl tcp,self -np 8 mpi-hello-openmpi > /tmp/hello-8-tcp.out 2>&1 || { cat /tmp/hello-8-tcp.out; exit 1; }; `+mpiFigures, "hello-8-tcp")
+		timedMPI(&bareScript, "mpirun --oversubscribe --mca btl tcp,self -np 8 mpi-hello-openmpi", "hello-8-tcp")
 		out, stderr, err := execInWithin(20*time.Minute, ns, pods[0].Name, "flux", "sh", "-c",
 			// flux-core's own flux, as a batch script in the pod would run it.
 			". /minicluster/scripts/env.sh && flux=$(real_flux) && "+bareMPI+script.String())

@@ -192,15 +192,10 @@ func timeSide(b *testing.B, s benchSide, size int) sideTimes {
 	var t sideTimes
 	ns := newNamespace(b, "op-eph-"+s.name())
 	settleDisk()
-	var trace *timeline
-	if os.Getenv("BENCH_TRACE") != "" {
-		trace = startTimeline(ns)
-	}
+	trace := traceIfAsked(ns)
 	start := time.Now()
 	t.createCmd = s.create(b, ns, size, size, "hostname")
-	if trace != nil {
-		trace.mark("create command returned")
-	}
+	trace.note("create command returned")
 	waitLead(b, ns, corev1.PodSucceeded, 5*time.Minute)
 	t.ephemeral = time.Since(start)
 	// Completed: the Job is (its workers have ended too), what a user waits for.
@@ -208,9 +203,7 @@ func timeSide(b *testing.B, s benchSide, size int) sideTimes {
 	t.complete = time.Since(start)
 	removing := time.Now()
 	t.removeCmd = s.remove(b, ns)
-	if trace != nil {
-		trace.mark("remove command returned")
-	}
+	trace.note("remove command returned")
 	waitEmpty(b, ns)
 	t.removeCompleted = time.Since(removing)
 	t.cycle = time.Since(start)

@@ -139,11 +139,11 @@ func scaleFloor(b *testing.B, size int) scaleTimes {
 // program runs (every broker online, Fluxion loaded), timed inside the pod.
 func fluxBootstrap(b *testing.B, size int) time.Duration {
 	ns := newNamespace(b, "scale-alone")
-	nodes, err := kube.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
-	if err != nil || len(nodes.Items) == 0 {
-		b.Fatalf("no node: %v", err)
+	nodes := schedulableNodes(b)
+	if len(nodes) == 0 {
+		b.Fatal("no schedulable node for flux start")
 	}
-	out, err := runPodToEnd(b, ns, alonePod(b, nodes.Items[0].Name, size, `echo "up $(($(date +%s%N) - START))"`))
+	out, err := runPodToEnd(b, ns, alonePod(b, nodes[0], size, `echo "up $(($(date +%s%N) - START))"`))
 	if err != nil {
 		b.Fatalf("flux start --test-size=%d: %v\n%s", size, err, out)
 	}

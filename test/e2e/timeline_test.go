@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 // timeline notes when each pod of a namespace was first seen in each state (a container
 // running, a container ended and how, the pod's phase, the pod gone) and when each Job
 // finished, from lists every 50 ms: where the time of an ephemeral run goes, for BENCH_TRACE.
+// A nil timeline (BENCH_TRACE unset) notes nothing.
 type timeline struct {
 	start time.Time
 	mu    sync.Mutex
@@ -25,7 +27,11 @@ type timeline struct {
 	done  chan struct{}
 }
 
-func startTimeline(ns string) *timeline {
+// traceIfAsked starts a timeline of ns when BENCH_TRACE is set, and is nil otherwise.
+func traceIfAsked(ns string) *timeline {
+	if os.Getenv("BENCH_TRACE") == "" {
+		return nil
+	}
 	t := &timeline{start: time.Now(), seen: map[string]time.Duration{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(t.done)
@@ -42,8 +48,12 @@ func startTimeline(ns string) *timeline {
 	return t
 }
 
-// note records what at the time since start, unless seen before.
+// note records what at the time since start, unless seen before: the polls' events, and the
+// caller's own such as a command returning.
 func (t *timeline) note(what string) {
+	if t == nil {
+		return
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, ok := t.seen[what]; !ok {
@@ -92,11 +102,11 @@ func (t *timeline) poll(ns string, known map[string]bool) {
 	}
 }
 
-// mark notes an event of the caller's, such as a command returning.
-func (t *timeline) mark(what string) { t.note(what) }
-
-// end stops the polls and returns the events in order, one per line.
+// end stops the polls and returns the events in order, one per line ("" when nil).
 func (t *timeline) end() string {
+	if t == nil {
+		return ""
+	}
 	close(t.stop)
 	<-t.done
 	t.mu.Lock()
