@@ -42,7 +42,7 @@ func RunBesideBroker(dir string, fetch func() error, stop <-chan os.Signal, log 
 		return err
 	}
 	// Open the FIFO now, so that it is held from the entrypoint's first moments on.
-	closed := readToEOF(alive)
+	opened, closed := readToEOF(alive)
 	err := fetch()
 	status, text := Ready, ""
 	var invalid InvalidKeyError
@@ -58,7 +58,7 @@ func RunBesideBroker(dir string, fetch func() error, stop <-chan os.Signal, log 
 	if err != nil {
 		fmt.Fprintf(log, "flux-keygen: %v (told the broker's entrypoint through %s)\n", err, filepath.Join(dir, status))
 	}
-	waitEnded(closed, filepath.Join(dir, Ended), stop)
+	waitEnded(opened, closed, filepath.Join(dir, Ended), stop)
 	return err
 }
 
@@ -81,24 +81,27 @@ func writeStatus(dir, name, text string) error {
 }
 
 // readToEOF opens the FIFO for reading (blocking until the entrypoint holds it) and reads it
-// until no writer is left; the channel is closed then.
-func readToEOF(fifo string) <-chan struct{} {
-	done := make(chan struct{})
+// until no writer is left: opened is closed once the open returns, closed at the EOF.
+func readToEOF(fifo string) (opened, closed <-chan struct{}) {
+	open, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
 		f, err := os.Open(fifo)
+		close(open)
 		if err != nil {
 			return
 		}
 		defer f.Close()
 		_, _ = io.Copy(io.Discard, f) // EOF: no writer is left
 	}()
-	return done
+	return open, done
 }
 
 // waitEnded returns once the broker's container has ended (closed reports EOF on the FIFO, or
-// the entrypoint wrote the file ended), or at a signal from stop.
-func waitEnded(closed <-chan struct{}, ended string, stop <-chan os.Signal) {
+// the entrypoint wrote the file ended), or at a signal from stop. The file is looked for only
+// until the FIFO's open returns: from then on its EOF says it all, and an idle sidecar never
+// wakes up.
+func waitEnded(opened, closed <-chan struct{}, ended string, stop <-chan os.Signal) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -107,6 +110,9 @@ func waitEnded(closed <-chan struct{}, ended string, stop <-chan os.Signal) {
 			return
 		case <-stop:
 			return
+		case <-opened:
+			tick.Stop()
+			opened = nil // a nil channel: never again
 		case <-tick.C:
 			if _, err := os.Stat(ended); err == nil {
 				return

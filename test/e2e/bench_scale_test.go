@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,11 +34,10 @@ func BenchmarkScale(b *testing.B) {
 	sizes := benchSizes(b, "BENCH_SIZES", "6,16,32,64")
 	for _, size := range sizes {
 		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
-			var floor, chart scaleTimes
-			var alone time.Duration
+			var floor, chart, alone scaleTimes
 			for b.Loop() {
 				floor = floor.plus(scaleFloor(b, size))
-				alone += fluxBootstrap(b, size)
+				alone = alone.plus(fluxBootstrap(b, size))
 				chart = chart.plus(scaleChart(b, size, ""))
 			}
 			reportScale(b, size, floor, chart, alone)
@@ -79,13 +79,18 @@ func benchSizes(b *testing.B, env, def string) []int {
 	return sizes
 }
 
-type scaleTimes struct{ up, launch, resize, down time.Duration }
-
-func (s scaleTimes) plus(o scaleTimes) scaleTimes {
-	return scaleTimes{s.up + o.up, s.launch + o.launch, s.resize + o.resize, s.down + o.down}
+// scaleTimes: each step's time, and the CPU seconds of each part of the machine during the
+// first (cpuMeter; none where the cluster's processes are not this machine's).
+type scaleTimes struct {
+	up, launch, resize, down time.Duration
+	upCPU                    map[string]float64
 }
 
-func reportScale(b *testing.B, size int, floor, chart scaleTimes, alone time.Duration) {
+func (s scaleTimes) plus(o scaleTimes) scaleTimes {
+	return scaleTimes{s.up + o.up, s.launch + o.launch, s.resize + o.resize, s.down + o.down, addCPU(addCPU(nil, s.upCPU), o.upCPU)}
+}
+
+func reportScale(b *testing.B, size int, floor, chart, alone scaleTimes) {
 	n := float64(b.N)
 	row := func(what string, c, f time.Duration) string {
 		if f == 0 {
@@ -95,17 +100,36 @@ func reportScale(b *testing.B, size int, floor, chart scaleTimes, alone time.Dur
 	}
 	metric(b, chart.up.Seconds()/n, "s/up")
 	metric(b, floor.up.Seconds()/n, "s/up-floor")
-	metric(b, alone.Seconds()/n, "s/up-flux-alone")
-	metric(b, (chart.up-floor.up-alone).Seconds()/n, "s/up-rest")
+	metric(b, alone.up.Seconds()/n, "s/up-flux-alone")
+	metric(b, (chart.up-floor.up-alone.up).Seconds()/n, "s/up-rest")
 	metric(b, chart.launch.Seconds()/n, "s/launch")
 	metric(b, chart.resize.Seconds()/n, "s/resize")
 	metric(b, floor.resize.Seconds()/n, "s/resize-floor")
 	metric(b, chart.down.Seconds()/n, "s/down")
 	metric(b, floor.down.Seconds()/n, "s/down-floor")
 	fmt.Printf("size %d: %s, Flux's own bootstrap %.2f s, the rest %.2f s; %s; %s; %s (mean of %d)\n", size,
-		row("install -> all up", chart.up, floor.up), alone.Seconds()/n, (chart.up-floor.up-alone).Seconds()/n, row(fmt.Sprintf("flux run -N %d", size), chart.launch, 0),
+		row("install -> all up", chart.up, floor.up), alone.up.Seconds()/n, (chart.up-floor.up-alone.up).Seconds()/n, row(fmt.Sprintf("flux run -N %d", size), chart.launch, 0),
 		row(fmt.Sprintf("resize %d -> %d -> %d", size, size/2, size), chart.resize, floor.resize),
 		row("uninstall -> nothing left", chart.down, floor.down), b.N)
+	if chart.upCPU == nil || floor.upCPU == nil {
+		return
+	}
+	total := func(cpu map[string]float64) (sum float64) {
+		for _, v := range cpu {
+			sum += v
+		}
+		return sum / n
+	}
+	var parts []string
+	for _, p := range cpuParts {
+		metric(b, chart.upCPU[p]/n, "cpu-s/up-"+p)
+		parts = append(parts, fmt.Sprintf("%s %.1f", p, chart.upCPU[p]/n))
+	}
+	metric(b, total(chart.upCPU), "cpu-s/up")
+	metric(b, total(floor.upCPU), "cpu-s/up-floor")
+	metric(b, alone.upCPU[cpuFlux]/n, "cpu-s/up-flux-alone")
+	fmt.Printf("size %d: CPU seconds of install -> all up %.1f (%s), of the floor %.1f, of Flux's own bootstrap %.1f; %d cores here\n",
+		size, total(chart.upCPU), strings.Join(parts, ", "), total(floor.upCPU), alone.upCPU[cpuFlux]/n, runtime.NumCPU())
 }
 
 // scaleFloor times the floor's three steps.
@@ -115,10 +139,12 @@ func scaleFloor(b *testing.B, size int) scaleTimes {
 	ready := func(n int) {
 		eventuallyFast(b, 5*time.Minute, fmt.Sprintf("%d floor pods running and listed", n), func() (bool, string) { return floorReady(ns, "floor", n) })
 	}
+	cpu := startCPU(b)
 	start := time.Now()
 	createFloor(b, ns, "floor", size)
 	ready(size)
 	t.up = time.Since(start)
+	t.upCPU = cpu.stop(b)
 
 	start = time.Now()
 	for _, n := range []int{size / 2, size} {
@@ -136,28 +162,35 @@ func scaleFloor(b *testing.B, size int) scaleTimes {
 }
 
 // fluxBootstrap is how long flux start --test-size=size takes in one pod until its initial
-// program runs (every broker online, Fluxion loaded), timed inside the pod.
-func fluxBootstrap(b *testing.B, size int) time.Duration {
+// program runs (every broker online, Fluxion loaded), timed inside the pod, and the CPU time
+// its processes have used by then (Flux's part).
+func fluxBootstrap(b *testing.B, size int) scaleTimes {
 	ns := newNamespace(b, "scale-alone")
 	nodes := schedulableNodes(b)
 	if len(nodes) == 0 {
 		b.Fatal("no schedulable node for flux start")
 	}
-	out, err := runPodToEnd(b, ns, alonePod(b, nodes[0], size, `echo "up $(($(date +%s%N) - START))"`))
+	// Every process of the pod so far, with the children each has reaped (fields 14-17 of
+	// /proc/PID/stat), in clock ticks.
+	out, err := runPodToEnd(b, ns, alonePod(b, nodes[0], size, `echo "up $(($(date +%s%N) - START))"; `+
+		`echo "ticks $(cat /proc/[0-9]*/stat 2>/dev/null | awk '{ s += $14 + $15 + $16 + $17 } END { print s }')"`))
 	if err != nil {
 		b.Fatalf("flux start --test-size=%d: %v\n%s", size, err, out)
 	}
 	deleteNamespace(b, ns)
-	var nanos int64
+	var nanos, ticks int64
 	for _, l := range strings.Split(out, "\n") {
 		if v, ok := strings.CutPrefix(l, "up "); ok {
 			nanos, err = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 		}
+		if v, ok := strings.CutPrefix(l, "ticks "); ok && err == nil {
+			ticks, err = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
 	}
-	if nanos <= 0 || err != nil {
-		b.Fatalf("flux start --test-size=%d printed no time to all up: %v\n%s", size, err, out)
+	if nanos <= 0 || ticks <= 0 || err != nil {
+		b.Fatalf("flux start --test-size=%d printed no time to all up or CPU time: %v\n%s", size, err, out)
 	}
-	return time.Duration(nanos)
+	return scaleTimes{up: time.Duration(nanos), upCPU: map[string]float64{cpuFlux: float64(ticks) / clockTicks}}
 }
 
 // scaleChart times the chart's four steps, with a topology ("" and "flat": the chart's default).
@@ -173,10 +206,12 @@ func scaleChart(b *testing.B, size int, topology string) scaleTimes {
 	up := func(n int) map[int]corev1.Pod {
 		return waitFluxUpEvery(b, ns, r.name, n, maxSize, 10*time.Minute, 100*time.Millisecond)
 	}
+	cpu := startCPU(b)
 	start := time.Now()
 	r.install(args...)
 	pods := up(size)
 	t.up = time.Since(start)
+	t.upCPU = cpu.stop(b)
 
 	start = time.Now()
 	out, stderr, err := fluxIn(ns, pods[0].Name, "run", "-N", strconv.Itoa(size), "hostname")

@@ -149,6 +149,7 @@ func eachHelm(t *testing.T, f func(t *testing.T, helm string)) {
 // gets the same verdict with and without it (Helm 4: refused by the server's strict field
 // validation on apply; Helm 3: created, the field dropped by the server).
 func TestClientSideCheckChangesNothing(t *testing.T) {
+	t.Parallel()
 	eachHelm(t, func(t *testing.T, helm string) {
 		ns := newNamespace(t, "client-check")
 		var verdicts []string

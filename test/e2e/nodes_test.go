@@ -158,8 +158,7 @@ func TestNodes(t *testing.T) {
 	requireNodes(t, 3)
 	t.Run("drain/interactive", testDrainInteractive)
 	t.Run("drain/ephemeral-lead", testDrainEphemeralLead)
-	t.Run("node-lost/interactive", testNodeLost)
-	t.Run("node-lost/ephemeral", testNodeLostEphemeral)
+	t.Run("node-lost", testNodeLost)
 	t.Run("drain/budget", testDrainBudget)
 }
 
@@ -327,30 +326,47 @@ func setOutOfService(t *testing.T, node string, on bool) {
 	}
 }
 
-// testNodeLost: a node that runs workers dies (node.sh stop: link cut, kubelet, runtime and
-// pods killed). Flux marks its brokers down at once; Kubernetes marks the node NotReady after
-// the controller manager's node-monitor-grace-period (50 s) and, once the pods' tolerations of
-// unreachable run out (5 s here, 300 s by default), deletes them, but they stay Terminating:
-// the Job replaces a pod only when it has ended, which nobody can confirm for a dead node. The
-// out-of-service taint (set by an administrator who knows the node is gone) ends them: the
-// Job replaces them on the other nodes and they rejoin the same lead. Then the node comes back.
+// testNodeLost: one node dies (node.sh stop: link cut, kubelet, runtime and pods killed) under
+// two MiniClusters at once: an interactive one with workers there (its lead elsewhere) and an
+// ephemeral one with its lead there, mid-command. Flux marks the lost brokers down at once;
+// Kubernetes marks the node NotReady after the controller manager's node-monitor-grace-period
+// (50 s) and, once the pods' tolerations of unreachable run out (5 s here, 300 s by default),
+// deletes them, but they stay Terminating: the Job replaces a pod only when it has ended, which
+// nobody can confirm for a dead node. The out-of-service taint (set by an administrator who
+// knows the node is gone) ends them: the interactive workers come back on the other nodes and
+// rejoin the same lead; the ephemeral MiniCluster gets a new lead elsewhere that runs the
+// command again with every broker, and only then completes (never reported a success for the
+// lost run). Then the node comes back. One node stop serves both: each costs the grace period.
 func testNodeLost(t *testing.T) {
 	requireNodes(t, 3)
 	r, pods := installUp(t, "node-lost", helm4, 6, shortTolerations...)
 	ns := r.ns
 	lead := pods[0]
-	var node string
-	for n := range nodesOf(pods) {
-		if n != lead.Spec.NodeName && localNode(n) > 0 {
-			node = n
-			break
+	// The ephemeral lead must land on a node node.sh can stop, and not on the interactive
+	// lead's: the other nodes are cordoned while its pods are placed.
+	var uncordon []func()
+	for _, n := range schedulableNodes(t) {
+		if localNode(n) == 0 || n == lead.Spec.NodeName {
+			u := cordonUntil(t, n)
+			t.Cleanup(u)
+			uncordon = append(uncordon, u)
 		}
 	}
-	if node == "" {
-		t.Skipf("no node of the local cluster (minicluster-K, K >= 2) runs only workers: %v", nodesOf(pods))
+	er, epods := installUp(t, "node-lost-eph", helm3, 6, slices.Concat(shortTolerations,
+		[]string{"--set-string", "command=flux run -N 6 hostname && echo run-done-$(flux getattr broker.starttime) && sleep 30"})...)
+	for _, u := range uncordon {
+		u() // the replacements may go anywhere
+	}
+	node := epods[0].Spec.NodeName
+	k := localNode(node)
+	if k == 0 || node == lead.Spec.NodeName {
+		t.Fatalf("the ephemeral lead runs on %s, which was cordoned (interactive lead on %s)", node, lead.Spec.NodeName)
 	}
 	lost := nodesOf(pods)[node]
-	k := localNode(node)
+	if len(lost) == 0 {
+		t.Fatalf("no interactive worker on %s, the node to stop: %v (the chart spreads brokers over the nodes)", node, nodesOf(pods))
+	}
+
 	start := time.Now()
 	nodeScript(t, "stop", k)
 	t.Cleanup(func() { restartNode(t, node, k) })
@@ -358,9 +374,10 @@ func testNodeLost(t *testing.T) {
 		up, down, err := nodeStates(ns, lead.Name)
 		return err == nil && up == 6-len(lost) && down == 10+len(lost), fmt.Sprintf("%d up, %d down, %v", up, down, err)
 	})
-	t.Logf("node %s (brokers %v) stopped: Flux had them down after %.1fs", node, lost, time.Since(start).Seconds())
+	t.Logf("node %s (interactive brokers %v, the ephemeral lead) stopped: Flux had them down after %.1fs", node, lost, time.Since(start).Seconds())
 	waitNodeReady(t, node, false, 2*time.Minute)
 	t.Logf("node %s NotReady after %.1fs", node, time.Since(start).Seconds())
+	checkJobRunning(t, er)
 	// Past the 5 s toleration (and the taint manager's own delay): deleted, never replaced.
 	time.Sleep(20 * time.Second)
 	now, _, err := brokerPods(ns, r.name)
@@ -373,17 +390,28 @@ func testNodeLost(t *testing.T) {
 			t.Errorf("broker %d: want its pod deleted (toleration of 5 s) and not replaced before the out-of-service taint, found %s on %s", i, p.Name, p.Spec.NodeName)
 		}
 	}
+	checkJobRunning(t, er)
+
 	tainted := time.Now()
 	setOutOfService(t, node, true)
 	pods = waitFluxUp(t, ns, r.name, 6, 16, 3*time.Minute)
-	t.Logf("out-of-service taint on %s: whole again %.1fs later (%.1fs after the node stopped)", node, time.Since(tainted).Seconds(), time.Since(start).Seconds())
+	t.Logf("out-of-service taint on %s: the interactive one whole again %.1fs later (%.1fs after the node stopped)", node, time.Since(tainted).Seconds(), time.Since(start).Seconds())
 	checkOffNode(t, pods, node)
 	if pods[0].UID != lead.UID {
 		t.Errorf("the lead changed (%s -> %s) although only workers were lost", lead.Name, pods[0].Name)
 	}
 	checkFluxRun(t, ns, r.name, pods)
 	checkJobRunning(t, r)
+
+	waitJobComplete(t, er, 4*time.Minute)
+	t.Logf("the ephemeral Job complete %.1fs after the node stopped", time.Since(start).Seconds())
+	log := leadLog(t, er)
+	if !strings.Contains(log, "run-done-") {
+		t.Errorf("the ephemeral lead that completed did not run the command to its end:\n%s", log)
+	}
+	checkLeadPrintedHostnames(t, er, 6)
 	r.uninstallToNothing()
+	er.uninstallToNothing()
 }
 
 // testDrainBudget: with maxUnavailable=0 (a PodDisruptionBudget), a drain cannot take a broker of
@@ -423,54 +451,5 @@ func testDrainBudget(t *testing.T) {
 	if pdb, err := kube.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, r.name, metav1.GetOptions{}); err != nil || pdb.Spec.MinAvailable.IntValue() != 6 {
 		t.Errorf("after the resize to 6 the budget keeps %v brokers (%v), want 6", pdb.Spec.MinAvailable, err)
 	}
-	r.uninstallToNothing()
-}
-
-// testNodeLostEphemeral: the node of an ephemeral MiniCluster's lead dies while its command runs.
-// Nothing is reported a success on the way: the Job keeps running while the node is NotReady;
-// after the out-of-service taint the lost lead is replaced and runs the command again with every
-// broker, and the Job completes with the command's whole output. The nodes node.sh cannot stop
-// (the first runs the control plane) are cordoned during the install so that the lead lands on
-// one it can: with the lead on the first node, only workers would be lost and the command could
-// end (a success, rightly) before the node is even NotReady, which is the other test's case.
-func testNodeLostEphemeral(t *testing.T) {
-	requireNodes(t, 3)
-	var stoppable int
-	var uncordon []func()
-	for _, n := range schedulableNodes(t) {
-		if localNode(n) == 0 {
-			u := cordonUntil(t, n)
-			t.Cleanup(u)
-			uncordon = append(uncordon, u)
-		} else {
-			stoppable++
-		}
-	}
-	if stoppable == 0 {
-		t.Skip("no schedulable node node.sh can stop (minicluster-K, K >= 2)")
-	}
-	r, pods := installUp(t, "node-lost-eph", helm3, 6, slices.Concat(shortTolerations,
-		[]string{"--set-string", "command=flux run -N 6 hostname && echo run-done-$(flux getattr broker.starttime) && sleep 30"})...)
-	for _, u := range uncordon {
-		u() // the replacements may go anywhere
-	}
-	node := pods[0].Spec.NodeName
-	k := localNode(node)
-	if k == 0 {
-		t.Fatalf("the lead runs on %s, which was cordoned", node)
-	}
-	start := time.Now()
-	nodeScript(t, "stop", k)
-	t.Cleanup(func() { restartNode(t, node, k) })
-	waitNodeReady(t, node, false, 2*time.Minute)
-	checkJobRunning(t, r)
-	setOutOfService(t, node, true)
-	waitJobComplete(t, r, 4*time.Minute)
-	t.Logf("node %s (the lead's) stopped: Job complete %.1fs later", node, time.Since(start).Seconds())
-	log := leadLog(t, r)
-	if !strings.Contains(log, "run-done-") {
-		t.Errorf("the lead that completed did not run the command to its end:\n%s", log)
-	}
-	checkLeadPrintedHostnames(t, r, 6)
 	r.uninstallToNothing()
 }
