@@ -32,6 +32,8 @@ run=/minicluster/run
 joined_mark=$run/flux/joined
 stopping_mark=$run/flux/stopping
 rc1_done_mark=$run/flux/rc1-done
+# modprobe-rc1.py writes "run" here once the broker runs (watch_online).
+online_fifo=$run/flux/online.fifo
 rc3_started=$run/flux/rc3-started
 rc3_done=$run/flux/rc3-done
 # Readiness: the keys container serves this file to the kubelet's probe (watch_online).
@@ -431,6 +433,7 @@ find_wrapped_broker() {
 }
 
 # use_modprobe_rc1 puts modprobe-rc1.py where Flux's modprobe rc1 finds it, and sets
+# rc1_modprobe (Flux's modprobe rc1 runs, so modprobe-rc1.py leaves its marks) and
 # kill_unjoined. A worker's broker that has not joined its parent holds nothing yet: SIGTERM
 # would only make it run rc3, which fails without a parent, or be ignored while it loads its
 # built-in modules (Flux ignores signals then), leaving it waiting for a parent that is gone
@@ -439,13 +442,15 @@ find_wrapped_broker() {
 use_modprobe_rc1() {
   FLUX_MODPROBE_PATH_APPEND=${FLUX_MODPROBE_PATH_APPEND:+$FLUX_MODPROBE_PATH_APPEND:}/minicluster/modprobe
   export FLUX_MODPROBE_PATH_APPEND
-  kill_unjoined=false
-  if [ "$index" -ne 0 ] && [ "$(flux config builtin rc1_path 2>/dev/null || true)" = "flux modprobe rc1" ]; then
+  rc1_modprobe=false
+  if [ "$(flux config builtin rc1_path 2>/dev/null || true)" = "flux modprobe rc1" ]; then
     case $MINICLUSTER_BROKER_OPTIONS in
       *rc1_path*) ;;
-      *) kill_unjoined=true ;;
+      *) rc1_modprobe=true ;;
     esac
   fi
+  kill_unjoined=false
+  if [ "$index" -ne 0 ]; then kill_unjoined=$rc1_modprobe; fi
 }
 
 # kill_after_rc3: after its rc3 a worker's broker says goodbye to its parent and waits up to
@@ -505,13 +510,30 @@ on_term() {
 # watch_online PID: readiness: online_mark, once the broker is in Flux's run state: the lead
 # once every broker of the quorum (size) is online and its rc1, the scheduler's load included,
 # is done; a worker once it has joined the broker.online group the lead counts and its parent
-# runs. flux uptime says the state; it is asked every 0.2 s once rc1 has ended
-# (modprobe-rc1.py leaves rc1-done), every second before, so that a broker that is starting
-# costs its node little.
+# runs. Once rc1 has ended (modprobe-rc1.py leaves rc1-done), a process it left behind says
+# so on online.fifo ("run"; "poll": ask Flux). Elsewhere flux uptime says the state, asked
+# every 0.2 s once rc1 has ended; before that every second, or every 5 s where Flux's modprobe
+# runs rc1 (only in case it refused the task that leaves the mark), so that a broker that is
+# starting, or waiting to join its parent, costs its node little: each flux command takes
+# some 30 ms of CPU.
 watch_online() {
+  # Held for reading and writing from the start: the line may come before it is read.
+  fifo=false
+  if [ -p "$online_fifo" ] && command exec 5<>"$online_fifo"; then fifo=true; fi
+  every=5
+  if [ "$fifo" = true ] && [ "$rc1_modprobe" = true ]; then every=25; fi
   polls=0
   while kill -0 "$1" 2>/dev/null; do
-    if [ -e "$rc1_done_mark" ] || [ $((polls % 5)) -eq 0 ]; then
+    if [ "$fifo" = true ] && [ -e "$rc1_done_mark" ]; then
+      said=
+      read -r said <&5 || true
+      if [ "$said" = run ]; then
+        : > "$online_mark"
+        return
+      fi
+      fifo=false
+    fi
+    if { [ "$fifo" = false ] && [ -e "$rc1_done_mark" ]; } || [ $((polls % every)) -eq 0 ]; then
       # " 07:23:04 run 2.3m,  owner ...": the state is the second word.
       uptime_status=0
       uptime=$(FLUX_URI=local://$run/flux/local flux uptime 2>/dev/null) || uptime_status=$?
@@ -536,6 +558,7 @@ EOF
 run_broker() {
   rm -rf "$run/flux" "$command_status" "$online_mark"
   mkdir -m 0700 "$run/flux"
+  mkfifo -m 0600 "$online_fifo" 2>/dev/null || true
   started=$(date +%s)
   if [ -n "$broker_path" ]; then
     # shellcheck disable=SC2086 # the wrapper's words, split at commas

@@ -7,6 +7,10 @@
 #   - A clean-up command, the first step of any stop (the lead's or its own SIGTERM), leaves
 #     "stopping": from then on the entrypoint keeps a SIGTERM to itself, because one that
 #     reaches the broker in rc3 aborts it and the broker then waits 10 s per loaded module.
+#   - "online.fifo" (every broker): once rc1 is done, a process forked off this one (Python is
+#     already running here) asks the broker to say when it reaches Flux's run state and writes
+#     "run" to that FIFO, which the entrypoint holds and reads: the broker's readiness, without
+#     a Flux command every fraction of a second while the instance waits for its quorum.
 #   - "rc3-plan" (every broker, the lead too): the steps `flux modprobe rc3` would take there,
 #     for rc3.sh, which takes them without starting Python (Flux's Python rc3 spends most of its
 #     time starting Python, little removing modules). Written only where every
@@ -33,8 +37,10 @@ def worker(context):
 
 def rc3_plan(context):
     try:
-        # rc1's last task: the entrypoint asks Flux for the broker's state often from now on.
-        open(context.attr_get("rundir") + "/rc1-done", "w").close()
+        # rc1's last task: the entrypoint waits for "run" on online.fifo from now on.
+        rundir = context.attr_get("rundir")
+        open(rundir + "/rc1-done", "w").close()
+        say_when_running(rundir)
     except Exception as exc:
         print(f"minicluster: no rc1-done mark: {exc}", file=sys.stderr)
     try:
@@ -47,6 +53,39 @@ def rc3_plan(context):
         os.rename(path + ".tmp", path)
     except Exception as exc:  # any Flux this code does not know: the Python rc3 runs
         print(f"minicluster: rc3 runs as Flux ships it: {exc}", file=sys.stderr)
+
+
+def say_when_running(rundir):
+    """Forks a process that writes "run" to rundir/online.fifo once the broker is in its run
+    state (state-machine.wait), or "poll" where it cannot tell: the entrypoint then asks Flux
+    itself. Only where the entrypoint made the FIFO (a Flux instance a job starts in the pod has
+    a rundir of its own). The child lets go of rc1's output at once: the broker waits for its
+    end before rc1 is done."""
+    fifo = rundir + "/online.fifo"
+    if not os.path.exists(fifo):
+        return
+    import flux
+
+    if os.fork() != 0:
+        return
+    said = "poll"
+    try:
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.closerange(3, 65536)  # rc1's own connection to the broker among them
+        flux.Flux().rpc("state-machine.wait").get()
+        said = "run"
+    except BaseException:
+        pass
+    finally:
+        try:
+            # The entrypoint holds the FIFO open for reading and writing: this never blocks.
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            os.write(fd, (said + "\n").encode())
+        finally:
+            os._exit(0)
 
 
 try:  # last, once every module is loaded; a modprobe that refuses this runs its own rc3
