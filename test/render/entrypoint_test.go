@@ -467,53 +467,51 @@ func TestEntrypointWorker(t *testing.T) {
 	})
 }
 
-// The keys container answers the kubelet's readiness probe from .online, which the entrypoint
-// writes once the broker is in Flux's run state (flux uptime's) and removes when the broker
-// exits.
+// Readiness: .online once the broker is in Flux's run state. Once rc1 has ended
+// (modprobe-rc1.py's rc1-done), the process rc1 left behind says "run" on online.fifo (written
+// here, as it would); "poll" where it cannot tell, and then flux uptime says the state (every
+// 0.2 s); where flux uptime crashes, the end of rc1 is the sign. Nothing before rc1 ends.
 func TestEntrypointSaysWhenFluxCountsTheBrokerOnline(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
+		name          string
 		index         int
-		before, after string
-	}{{index: 0, before: "quorum", after: "run"}, {index: 3, before: "quorum", after: "run"}} {
-		t.Run(strconv.Itoa(c.index), func(t *testing.T) {
+		said          string // on online.fifo
+		before, after string // flux uptime's state before and after
+	}{
+		{name: "lead", index: 0, said: "run", before: "quorum", after: "quorum"},
+		{name: "worker", index: 3, said: "run", before: "quorum", after: "quorum"},
+		{name: "poll", index: 3, said: "poll", before: "quorum", after: "run"},
+		{name: "uptime crashes", index: 1, said: "poll", before: "crash", after: "crash"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			p := newPod(t, helmtest.Options{}, c.index)
 			online := filepath.Join(p.root, "minicluster/keys/.online")
 			p.write(t, "/fake/state", c.before+"\n", 0o644)
-			p.brokers(t, "0 0 3", "1")
+			p.brokers(t, "0 0 30")
 			cmd, wait := p.start(t)
 			p.waitSleeping(t, 1)
-			time.Sleep(1500 * time.Millisecond) // the watcher asks at least once a second
-			_, err := os.Stat(online)
-			assert.True(t, os.IsNotExist(err), "broker %d in state %s: .online (%v)", c.index, c.before, err)
-			p.write(t, "/fake/state", c.after+"\n", 0o644)
-			assert.Eventually(t, func() bool { _, err := os.Stat(online); return err == nil }, 5*time.Second, 50*time.Millisecond,
-				"broker %d in state %s: no .online", c.index, c.after)
+			time.Sleep(1500 * time.Millisecond) // flux uptime was asked at the start
+			assert.NoFileExists(t, online, "before rc1 ended")
+			p.write(t, "/minicluster/run/flux/rc1-done", "", 0o644)
+			fifo, err := os.OpenFile(filepath.Join(p.root, "minicluster/run/flux/online.fifo"), os.O_WRONLY|syscall.O_NONBLOCK, 0)
+			require.NoError(t, err, "online.fifo, held by the entrypoint")
+			_, err = fifo.WriteString(c.said + "\n")
+			require.NoError(t, err)
+			fifo.Close()
+			if c.before != c.after {
+				time.Sleep(1 * time.Second)
+				assert.NoFileExists(t, online, "%s, flux uptime says %s", c.said, c.before)
+				p.write(t, "/fake/state", c.after+"\n", 0o644)
+			}
+			assert.Eventually(t, func() bool { _, err := os.Stat(online); return err == nil }, 3*time.Second, 50*time.Millisecond,
+				"%s said, flux uptime says %s: no .online", c.said, c.after)
 			require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 			_, out := wait()
-			_, err = os.Stat(online)
-			assert.True(t, os.IsNotExist(err), "after the broker exited: .online is left (%v)\n%s", err, out)
+			assert.NoFileExists(t, online, "after the broker exited\n%s", out)
 		})
 	}
-	// Where flux uptime crashes, the end of rc1 (modprobe-rc1.py's rc1-done) is the sign.
-	t.Run("uptime crashes", func(t *testing.T) {
-		t.Parallel()
-		p := newPod(t, helmtest.Options{}, 1)
-		online := filepath.Join(p.root, "minicluster/keys/.online")
-		p.write(t, "/fake/state", "crash\n", 0o644)
-		p.brokers(t, "0 0 3", "1")
-		cmd, wait := p.start(t)
-		p.waitSleeping(t, 1)
-		time.Sleep(1500 * time.Millisecond)
-		_, err := os.Stat(online)
-		assert.True(t, os.IsNotExist(err), "before rc1 ended: .online (%v)", err)
-		p.write(t, "/minicluster/run/flux/rc1-done", "", 0o644)
-		assert.Eventually(t, func() bool { _, err := os.Stat(online); return err == nil }, 5*time.Second, 50*time.Millisecond,
-			"rc1 ended, flux uptime crashes: no .online")
-		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
-		wait()
-	})
 }
 
 // A worker the lead is already stopping (on uninstall) gets its own SIGTERM as well: passed on,

@@ -42,7 +42,7 @@ def rc3_plan(context):
         open(rundir + "/rc1-done", "w").close()
         say_when_running(rundir)
     except Exception as exc:
-        print(f"minicluster: no rc1-done mark: {exc}", file=sys.stderr)
+        print(f"minicluster: no rc1-done mark, or no word of the run state: {exc}", file=sys.stderr)
     try:
         plan = rc3_steps(context)
         if plan is None:
@@ -64,9 +64,23 @@ def say_when_running(rundir):
     fifo = rundir + "/online.fifo"
     if not os.path.exists(fifo):
         return
-    import flux
 
-    if os.fork() != 0:
+    def say(word):
+        # The entrypoint holds the FIFO open for reading and writing: this never blocks.
+        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        try:
+            os.write(fd, (word + "\n").encode())
+        finally:
+            os.close(fd)
+
+    try:
+        import flux
+
+        pid = os.fork()
+    except Exception:
+        say("poll")
+        raise
+    if pid != 0:
         return
     said = "poll"
     try:
@@ -81,9 +95,7 @@ def say_when_running(rundir):
         pass
     finally:
         try:
-            # The entrypoint holds the FIFO open for reading and writing: this never blocks.
-            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-            os.write(fd, (said + "\n").encode())
+            say(said)
         finally:
             os._exit(0)
 
