@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -219,7 +220,9 @@ func TestKueue(t *testing.T) {
 		return len(w) == 0, fmt.Sprintf("left: %v", w)
 	})
 
-	// Until the first completes, the second has no pods and no quota.
+	// Until the first has succeeded, the second has no pods and no quota. Succeeded: Complete,
+	// or SuccessCriteriaMet, which comes first while the Job ends its other pods, and from which
+	// on Kueue may give the quota to the next.
 	for {
 		job, err := kube.BatchV1().Jobs(ns).Get(context.Background(), first.name, metav1.GetOptions{})
 		if err != nil {
@@ -229,6 +232,12 @@ func TestKueue(t *testing.T) {
 			if c.Type != batchv1.JobComplete {
 				t.Fatalf("Job %s failed: %s %s", first.name, c.Reason, c.Message)
 			}
+			break
+		}
+		if slices.ContainsFunc(job.Status.Conditions, func(c batchv1.JobCondition) bool {
+			return c.Type == batchv1.JobSuccessCriteriaMet && c.Status == corev1.ConditionTrue
+		}) {
+			waitJobComplete(t, first, 3*time.Minute)
 			break
 		}
 		if s, pods := jobSuspended(t, ns, second.name); !s || pods > 0 {
