@@ -135,11 +135,34 @@ var specs = []spec{
 		{"the same in Flux alone, jobs/s", "jobs/s-bulksubmit-alone"},
 		{"`flux run true` 50 times one after another in the lead, jobs/s", "jobs/s-run"},
 		{"the same in Flux alone, jobs/s", "jobs/s-run-alone"},
+		{"`flux submit --cc` in the Flux Operator's MiniCluster of the same size, jobs/s", "jobs/s-cc-operator"},
+		{"`flux bulksubmit` in the Flux Operator's MiniCluster, jobs/s", "jobs/s-bulksubmit-operator"},
+		{"`flux run` one after another in the Flux Operator's MiniCluster, jobs/s", "jobs/s-run-operator"},
 	}},
+	{key: "tuning", bench: "BenchmarkTuning", figures: "figure", run: "go test -tags e2e -run '^$' -bench Tuning -benchtime 2x ./test/e2e/", rows: tuningRows()},
 	{key: "kueue", bench: "BenchmarkKueue", run: "make kueue-up && go test -tags e2e -run '^$' -bench Kueue -benchtime 3x ./test/e2e/", rows: []row{
 		{"floor (two bare Jobs of 6): Kueue admits the next", "s/floor-admit"},
 		{"floor: the next one's pod 0 started", "s/floor-next-started"},
 		{"MiniClusters of 6: Kueue admits the next", "s/minicluster-admit"},
 		{"MiniClusters of 6: the next one's lead runs its command", "s/minicluster-next-running"},
 	}},
+}
+
+// tuningRows: Flux alone's start-up, `flux submit --cc` and `flux run` rates for each tuning
+// BenchmarkTuning runs by default.
+func tuningRows() []row {
+	tunings := []struct{ unit, label string }{
+		{"kary:8", "kary:8 (the chart's default)"}, {"flat", "flat (kary:0)"}, {"kary:2", "kary:2"},
+		{"kary:4", "kary:4"}, {"binomial", "binomial"}, {"mincrit:2", "mincrit:2"},
+		{"zmq-io-threads:2", "kary:8, 2 ZeroMQ I/O threads on the lead"},
+		{"content:content-files", "kary:8, content store in files (content-files)"},
+	}
+	var rows []row
+	for _, t := range tunings {
+		rows = append(rows,
+			row{t.label + ": `flux start` → initial program, s", "s/up-" + t.unit},
+			row{t.label + ": `flux submit --cc`, jobs/s", "jobs/s-cc-" + t.unit},
+			row{t.label + ": `flux run` one after another, jobs/s", "jobs/s-run-" + t.unit})
+	}
+	return rows
 }

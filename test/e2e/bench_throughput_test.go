@@ -66,44 +66,102 @@ func parseThroughput(b *testing.B, out string, jobs int) map[string]float64 {
 
 // BenchmarkThroughput: many small jobs on a MiniCluster of each size (BENCH_THROUGHPUT_SIZES),
 // next to the same flux-core with the same number of brokers and the same overlay shape
-// without Kubernetes between them: `flux start --test-size=N` in one container of the flux
-// image on the lead's node (its brokers talk over local sockets; Kubernetes only starts the
-// container). Each way is timed inside the instance from the first submit to the last
-// completion: `flux submit --cc`, `flux bulksubmit`, and `flux run` one at a time.
+// without Kubernetes between them (alone: `flux start --test-size=N` in one container of the
+// flux image on the lead's node; its brokers talk over local sockets, Kubernetes only starts
+// the container), and next to the Flux Operator's interactive MiniCluster of the same size
+// (BENCH_THROUGHPUT_SIDES picks sides: chart, alone, operator). Each way is timed inside the
+// instance from the first submit to the last completion: `flux submit --cc`, `flux
+// bulksubmit`, and `flux run` one at a time. Each iteration starts with the next side, so that
+// -benchtime 3x runs every side first, second and last once.
 func BenchmarkThroughput(b *testing.B) {
 	jobs := throughputJobs(b)
+	sides := strings.Split(envOr("BENCH_THROUGHPUT_SIDES", "chart,alone,operator"), ",")
+	var op operatorSide
+	for _, s := range sides {
+		switch s {
+		case "operator":
+			op = startOperator(b)
+		case "chart", "alone":
+		default:
+			b.Fatalf("BENCH_THROUGHPUT_SIDES=%q: want some of chart,alone,operator", os.Getenv("BENCH_THROUGHPUT_SIDES"))
+		}
+	}
 	for _, size := range benchSizes(b, "BENCH_THROUGHPUT_SIZES", "6,16") {
 		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
-			chart, alone := map[string]float64{}, map[string]float64{}
+			rates := map[string]map[string]float64{}
+			iteration := 0
 			for b.Loop() {
-				ns := newNamespace(b, "throughput")
-				r := newRelease(b, ns, "flux-sample", helm4)
-				r.install("--set", fmt.Sprintf("size=%d,maxSize=%d,flux.view.mode=image", size, size))
-				pods := waitFluxUp(b, ns, r.name, size, size, 10*time.Minute)
-				out, stderr, err := execInWithin(20*time.Minute, ns, pods[0].Name, "flux", "sh", "-c",
-					`. /minicluster/scripts/env.sh && `+throughputScript("$(real_flux)", jobs))
-				if err != nil {
-					b.Fatalf("in the lead: %v\n%s%s", err, out, stderr)
+				for i := range sides {
+					side := sides[(i+iteration)%len(sides)]
+					out := throughputOf(b, side, op, size, jobs)
+					b.Logf("size %d, %s:\n%s", size, side, out)
+					if rates[side] == nil {
+						rates[side] = map[string]float64{}
+					}
+					for way, v := range parseThroughput(b, out, jobs) {
+						rates[side][way] += v
+					}
 				}
-				node := pods[0].Spec.NodeName
-				b.Logf("size %d, in the lead:\n%s", size, out)
-				for k, v := range parseThroughput(b, out, jobs) {
-					chart[k] += v
-				}
-				r.uninstall()
-				for k, v := range parseThroughput(b, fluxAlone(b, ns, node, size, jobs), jobs) {
-					alone[k] += v
-				}
-				deleteNamespace(b, ns)
+				iteration++
 			}
 			n := float64(b.N)
 			for _, way := range []string{"cc", "bulksubmit", "run"} {
-				metric(b, chart[way]/n, "jobs/s-"+way)
-				metric(b, alone[way]/n, "jobs/s-"+way+"-alone")
-				fmt.Printf("size %d, %s: %.1f jobs/s, Flux alone %.1f (%.2fx)\n", size, way, chart[way]/n, alone[way]/n, chart[way]/alone[way])
+				line := fmt.Sprintf("size %d, %s, jobs/s:", size, way)
+				for _, side := range sides {
+					unit := "jobs/s-" + way
+					if side != "chart" {
+						unit += "-" + side
+					}
+					metric(b, rates[side][way]/n, unit)
+					line += fmt.Sprintf(" %s %.1f", side, rates[side][way]/n)
+				}
+				if alone := rates["alone"][way]; alone > 0 && rates["chart"] != nil {
+					line += fmt.Sprintf(" (chart / alone %.2fx)", rates["chart"][way]/alone)
+				}
+				if oper := rates["operator"][way]; oper > 0 && rates["chart"] != nil {
+					line += fmt.Sprintf(" (chart / operator %.2fx)", rates["chart"][way]/oper)
+				}
+				fmt.Println(line)
 			}
 		})
 	}
+}
+
+// throughputOf runs throughputScript on one side at size, each in a namespace of its own, and
+// returns what it printed.
+func throughputOf(b *testing.B, side string, op operatorSide, size, jobs int) string {
+	ns := newNamespace(b, "throughput-"+side)
+	defer deleteNamespace(b, ns)
+	var out, stderr string
+	var err error
+	switch side {
+	case "chart":
+		r := newRelease(b, ns, "flux-sample", helm4)
+		r.install("--set", fmt.Sprintf("size=%d,maxSize=%d,flux.view.mode=image", size, size))
+		pods := waitFluxUp(b, ns, r.name, size, size, 10*time.Minute)
+		out, stderr, err = execInWithin(20*time.Minute, ns, pods[0].Name, "flux", "sh", "-c",
+			`. /minicluster/scripts/env.sh && `+throughputScript("$(real_flux)", jobs))
+		r.uninstall()
+	case "alone":
+		// On a node of the cluster's, as the chart's lead would be.
+		nodes := schedulableNodes(b)
+		if len(nodes) == 0 {
+			b.Fatal("no schedulable node for flux start")
+		}
+		return fluxAlone(b, ns, nodes[0], size, jobs)
+	case "operator":
+		op.create(b, ns, size, size, "")
+		lead := waitUp(b, op, ns, size)
+		// With the environment the operator writes for its users (flux-view.sh).
+		out, stderr, err = execInWithin(20*time.Minute, ns, lead, benchJob, "/bin/bash", "-c",
+			`. /mnt/flux/flux-view.sh && export FLUX_URI=$fluxsocket && `+throughputScript("flux", jobs))
+		op.remove(b, ns)
+		waitEmpty(b, ns)
+	}
+	if err != nil {
+		b.Fatalf("%s, in the lead: %v\n%s%s", side, err, out, stderr)
+	}
+	return out
 }
 
 // aloneConfig writes the parts of the chart's broker.toml that bear on jobs (the validators,
@@ -125,18 +183,23 @@ func fluxAlone(b *testing.B, ns, node string, size, jobs int) string {
 }
 
 // alonePod is a pod of the flux image on node that runs script as the initial program of
-// `flux start --test-size=size` with the chart's overlay shape, Fluxion and validators. The
-// script sees START, the nanoseconds just before flux start.
-func alonePod(b *testing.B, node string, size int, script string) *corev1.Pod {
+// `flux start --test-size=size` with Fluxion, the chart's validators and the broker options
+// given (none: the chart's default overlay shape, kary:8). The script sees START, the
+// nanoseconds just before flux start. The brokers get 5 minutes to end once the first has
+// (flux start's 20 s is too short for 64 brokers on two busy cores).
+func alonePod(b *testing.B, node string, size int, script string, options ...string) *corev1.Pod {
 	b.Helper()
+	if len(options) == 0 {
+		options = []string{"-Stbon.topo=kary:8"}
+	}
 	validator, err := os.ReadFile(filepath.Join(chartDir, "files", "validate-brokers-up.py"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	return oneShotPod("flux-alone", node, corev1.Container{
 		Name: "flux", Image: fluxImage, ImagePullPolicy: corev1.PullIfNotPresent,
-		Command: []string{"sh", "-c", aloneConfig + "export START=$(date +%s%N); exec flux start -o,--config-path=/tmp/alone.toml --test-size=" + strconv.Itoa(size) +
-			` -Stbon.topo=kary:8 sh -c "$0"`, script},
+		Command: []string{"sh", "-c", aloneConfig + "export START=$(date +%s%N); exec flux start -o,--config-path=/tmp/alone.toml --test-exit-timeout=5m --test-size=" + strconv.Itoa(size) +
+			" " + strings.Join(options, " ") + ` sh -c "$0"`, script},
 		// Fluxion from the image's view, as the chart's entrypoint finds it.
 		Env: []corev1.EnvVar{{Name: "FLUX_MODPROBE_PATH_APPEND", Value: "/opt/view/etc/flux/modprobe"},
 			{Name: "FLUX_MODULE_PATH_PREPEND", Value: "/opt/view/lib/flux/modules"},
