@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -164,11 +165,20 @@ func throughputOf(b *testing.B, side string, op operatorSide, size, jobs int) st
 	return out
 }
 
-// aloneConfig writes the parts of the chart's broker.toml that bear on jobs (the validators,
-// the chart's own from $VALIDATOR, and Fluxion's queue policy) for `flux start`; its bootstrap
-// and R are test-size's own.
+// aloneConfig writes the parts of the chart's broker.toml that bear on jobs (the validators
+// $PLUGINS, the chart's own from $VALIDATOR, and Fluxion's queue policy) for `flux start`; its
+// bootstrap and R are test-size's own.
 const aloneConfig = `printf '%s\n' "$VALIDATOR" > /tmp/validate-brokers-up.py && ` +
-	`printf '%s\n' '[ingest.validator]' 'plugins = ["jobspec", "feasibility", "/tmp/validate-brokers-up.py"]' '[sched-fluxion-qmanager]' 'queue-policy = "fcfs"' > /tmp/alone.toml && `
+	`printf '%s\n' '[ingest.validator]' "plugins = [$PLUGINS]" '[sched-fluxion-qmanager]' 'queue-policy = "fcfs"' > /tmp/alone.toml && `
+
+// aloneValidators are the job validators of Flux alone by name (an option validators=NAME of
+// alonePod): the chart's (its broker.toml's), flux-core's feasibility alone, or none but the
+// jobspec's own check (flux-core's default, and the Flux Operator's).
+var aloneValidators = map[string]string{
+	"chart":   `"jobspec", "feasibility", "/tmp/validate-brokers-up.py"`,
+	"flux":    `"jobspec", "feasibility"`,
+	"jobspec": `"jobspec"`,
+}
 
 // fluxAlone runs throughputScript in `flux start --test-size=size` (the chart's overlay shape,
 // kary:8, with Fluxion and the chart's validators) in one pod of the flux image on node, and
@@ -184,11 +194,22 @@ func fluxAlone(b *testing.B, ns, node string, size, jobs int) string {
 
 // alonePod is a pod of the flux image on node that runs script as the initial program of
 // `flux start --test-size=size` with Fluxion, the chart's validators and the broker options
-// given (none: the chart's default overlay shape, kary:8). The script sees START, the
-// nanoseconds just before flux start. The brokers get 5 minutes to end once the first has
-// (flux start's 20 s is too short for 64 brokers on two busy cores).
+// given (none: the chart's default overlay shape, kary:8; validators=NAME: other validators,
+// one of aloneValidators). The script sees START, the nanoseconds just before flux start. The
+// brokers get 5 minutes to end once the first has (flux start's 20 s is too short for 64
+// brokers on two busy cores).
 func alonePod(b *testing.B, node string, size int, script string, options ...string) *corev1.Pod {
 	b.Helper()
+	plugins := aloneValidators["chart"]
+	options = slices.DeleteFunc(slices.Clone(options), func(o string) bool {
+		name, ok := strings.CutPrefix(o, "validators=")
+		if ok {
+			if plugins = aloneValidators[name]; plugins == "" {
+				b.Fatalf("validators=%s: want chart, flux or jobspec", name)
+			}
+		}
+		return ok
+	})
 	if len(options) == 0 {
 		options = []string{"-Stbon.topo=kary:8"}
 	}
@@ -204,7 +225,7 @@ func alonePod(b *testing.B, node string, size int, script string, options ...str
 		Env: []corev1.EnvVar{{Name: "FLUX_MODPROBE_PATH_APPEND", Value: "/opt/view/etc/flux/modprobe"},
 			{Name: "FLUX_MODULE_PATH_PREPEND", Value: "/opt/view/lib/flux/modules"},
 			{Name: "FLUX_EXEC_PATH_PREPEND", Value: "/opt/view/libexec/flux/cmd"},
-			{Name: "VALIDATOR", Value: string(validator)}},
+			{Name: "VALIDATOR", Value: string(validator)}, {Name: "PLUGINS", Value: plugins}},
 	})
 }
 

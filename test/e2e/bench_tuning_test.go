@@ -18,7 +18,9 @@ import (
 // A tuning is broker settings joined by "+": an overlay shape (kary:K, flat, binomial,
 // mincrit, mincrit:K; kary:8, the chart's default, where none is named),
 // zmq-io-threads=N (tbon.zmq_io_threads) and content=MODULE (content.backing-module:
-// content-sqlite, Flux's default, or content-files; flux-core 0.88's rc1 refuses none). Each iteration runs every tuning once, starting with the
+// content-sqlite, Flux's default, or content-files; flux-core 0.88's rc1 refuses none), and
+// validators=chart (the default), flux (flux-core's feasibility alone) or jobspec (no
+// validator but the jobspec's own check, as the Flux Operator's MiniCluster). Each iteration runs every tuning once, starting with the
 // next one, so that a slow spell of the machine does not fall on one tuning.
 func BenchmarkTuning(b *testing.B) {
 	tunings := strings.Split(envOr("BENCH_TUNINGS", defaultTunings), ",")
@@ -74,12 +76,17 @@ func tuningOptions(tuning string) ([]string, error) {
 			opts = append(opts, "-Stbon.zmq_io_threads="+v)
 		case k == "content":
 			opts = append(opts, "-Scontent.backing-module="+v)
+		case k == "validators":
+			if aloneValidators[v] == "" {
+				return nil, fmt.Errorf("%q: want validators=chart, flux or jobspec", part)
+			}
+			opts = append(opts, part)
 		case part == "flat":
 			topo = "kary:0"
 		case regexp.MustCompile(`^(kary:[0-9]+|mincrit(:[0-9]+)?|binomial)$`).MatchString(part):
 			topo = part
 		default:
-			return nil, fmt.Errorf("%q: want an overlay shape (kary:K, flat, binomial, mincrit[:K]), zmq-io-threads=N or content=MODULE", part)
+			return nil, fmt.Errorf("%q: want an overlay shape (kary:K, flat, binomial, mincrit[:K]), zmq-io-threads=N, content=MODULE or validators=NAME", part)
 		}
 	}
 	return append([]string{"-Stbon.topo=" + topo}, opts...), nil
