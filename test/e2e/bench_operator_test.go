@@ -332,13 +332,15 @@ func waitLead(b *testing.B, ns string, phase corev1.PodPhase, within time.Durati
 
 // waitUp waits for the lead to run and Flux in it to count size brokers up; it returns the lead.
 func waitUp(b *testing.B, s benchSide, ns string, size int) string {
-	return waitUpFrom(b, s, ns, waitLead(b, ns, corev1.PodRunning, 3*time.Minute), size)
+	// At 64 on two cores the lead's pod may wait minutes for its sandbox and volumes.
+	within := time.Duration(max(3, size/6)) * time.Minute
+	return waitUpFrom(b, s, ns, waitLead(b, ns, corev1.PodRunning, within), size)
 }
 
 // waitUpFrom waits until Flux in lead counts size brokers up. Each poll is a kubectl exec of
 // flux resource list (on both sides alike), about 0.2 s here.
 func waitUpFrom(b *testing.B, s benchSide, ns, lead string, size int) string {
-	eventuallyFast(b, 3*time.Minute, fmt.Sprintf("%d brokers up in Flux (%s)", size, s.name()), func() (bool, string) {
+	eventuallyFast(b, time.Duration(max(3, size/6))*time.Minute, fmt.Sprintf("%d brokers up in Flux (%s)", size, s.name()), func() (bool, string) {
 		n, err := s.up(ns, lead)
 		return err == nil && n == size, fmt.Sprintf("%d up (%v)", n, err)
 	})
