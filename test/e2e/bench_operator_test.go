@@ -366,9 +366,11 @@ var miniClusters = schema.GroupVersionResource{Group: "flux-framework.org", Vers
 
 // waitEmpty waits until ns holds nothing of either side: nothing of the release (leftovers),
 // no pod, no ConfigMap but kube-root-ca.crt, no Service, no MiniCluster.
-func waitEmpty(b *testing.B, ns string) {
+func waitEmpty(b *testing.B, ns string) { waitEmptyWithin(b, ns, 3*time.Minute) }
+
+func waitEmptyWithin(b *testing.B, ns string, within time.Duration) {
 	dyn := dynamic.NewForConfigOrDie(restConfig)
-	eventuallyFast(b, 3*time.Minute, "nothing left in "+ns, func() (bool, string) {
+	eventuallyFast(b, within, "nothing left in "+ns, func() (bool, string) {
 		left, err := namespaceObjects(ns, func(kind string, o metav1.Object) bool {
 			return ofRelease(o, benchJob) || kind == "Pod" || kind == "Service" ||
 				(kind == "ConfigMap" && o.GetName() != "kube-root-ca.crt")
