@@ -95,7 +95,6 @@ func BenchmarkThroughput(b *testing.B) {
 				for i := range sides {
 					side := sides[(i+iteration)%len(sides)]
 					out := throughputOf(b, side, op, size, jobs)
-					b.Logf("size %d, %s:\n%s", size, side, out)
 					if rates[side] == nil {
 						rates[side] = map[string]float64{}
 					}
@@ -142,6 +141,7 @@ func throughputOf(b *testing.B, side string, op operatorSide, size, jobs int) st
 		pods := waitFluxUp(b, ns, r.name, size, size, 10*time.Minute)
 		out, stderr, err = execInWithin(20*time.Minute, ns, pods[0].Name, "flux", "sh", "-c",
 			`. /minicluster/scripts/env.sh && `+throughputScript("$(real_flux)", jobs))
+		b.Logf("size %d, chart, in the lead:\n%s", size, out)
 		r.uninstall()
 	case "alone":
 		// On a node of the cluster's, as the chart's lead would be.
@@ -149,7 +149,9 @@ func throughputOf(b *testing.B, side string, op operatorSide, size, jobs int) st
 		if len(nodes) == 0 {
 			b.Fatal("no schedulable node for flux start")
 		}
-		return fluxAlone(b, ns, nodes[0], size, jobs)
+		out = fluxAlone(b, ns, nodes[0], size, jobs)
+		b.Logf("size %d, Flux alone:\n%s", size, out)
+		return out
 	case "operator":
 		op.create(b, ns, size, size, "")
 		lead := waitUp(b, op, ns, size)
