@@ -137,7 +137,8 @@ func throughputOf(b *testing.B, side string, op operatorSide, size, jobs int) st
 	switch side {
 	case "chart":
 		r := newRelease(b, ns, "flux-sample", helm4)
-		r.install("--set", fmt.Sprintf("size=%d,maxSize=%d,flux.view.mode=image", size, size))
+		// BENCH_THROUGHPUT_SET: values of the chart's side other than the view mounted.
+		r.install("--set", fmt.Sprintf("size=%d,maxSize=%d,%s", size, size, envOr("BENCH_THROUGHPUT_SET", "flux.view.mode=image")))
 		pods := waitFluxUp(b, ns, r.name, size, size, 10*time.Minute)
 		out, stderr, err = execInWithin(20*time.Minute, ns, pods[0].Name, "flux", "sh", "-c",
 			`. /minicluster/scripts/env.sh && `+throughputScript("$(real_flux)", jobs))
