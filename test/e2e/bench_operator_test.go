@@ -332,15 +332,17 @@ func waitLead(b *testing.B, ns string, phase corev1.PodPhase, within time.Durati
 
 // waitUp waits for the lead to run and Flux in it to count size brokers up; it returns the lead.
 func waitUp(b *testing.B, s benchSide, ns string, size int) string {
-	// At 64 on two cores the lead's pod may wait minutes for its sandbox and volumes.
-	within := time.Duration(max(3, size/6)) * time.Minute
-	return waitUpFrom(b, s, ns, waitLead(b, ns, corev1.PodRunning, within), size)
+	return waitUpFrom(b, s, ns, waitLead(b, ns, corev1.PodRunning, sizedWait(size)), size)
 }
+
+// sizedWait is how long a MiniCluster of size may take to start or to go: 3 minutes, and more
+// above 18 brokers (at 64 on two cores the pods wait minutes for their sandboxes and volumes).
+func sizedWait(size int) time.Duration { return time.Duration(max(3, size/6)) * time.Minute }
 
 // waitUpFrom waits until Flux in lead counts size brokers up. Each poll is a kubectl exec of
 // flux resource list (on both sides alike), about 0.2 s here.
 func waitUpFrom(b *testing.B, s benchSide, ns, lead string, size int) string {
-	eventuallyFast(b, time.Duration(max(3, size/6))*time.Minute, fmt.Sprintf("%d brokers up in Flux (%s)", size, s.name()), func() (bool, string) {
+	eventuallyFast(b, sizedWait(size), fmt.Sprintf("%d brokers up in Flux (%s)", size, s.name()), func() (bool, string) {
 		n, err := s.up(ns, lead)
 		return err == nil && n == size, fmt.Sprintf("%d up (%v)", n, err)
 	})

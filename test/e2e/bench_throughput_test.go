@@ -161,8 +161,7 @@ func throughputOf(b *testing.B, side string, op operatorSide, size, jobs int) st
 			`. /mnt/flux/flux-view.sh && export FLUX_URI=$fluxsocket && `+throughputScript("flux", jobs))
 		b.Logf("size %d, operator, in the lead:\n%s", size, out)
 		op.remove(b, ns)
-		// 64 pods on two cores take longer than 3 minutes to go.
-		waitEmptyWithin(b, ns, time.Duration(max(3, size/6))*time.Minute)
+		waitEmptyWithin(b, ns, sizedWait(size))
 	}
 	if err != nil {
 		b.Fatalf("%s, in the lead: %v\n%s%s", side, err, out, stderr)

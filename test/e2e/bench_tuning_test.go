@@ -20,8 +20,9 @@ import (
 // zmq-io-threads=N (tbon.zmq_io_threads) and content=MODULE (content.backing-module:
 // content-sqlite, Flux's default, or content-files; flux-core 0.88's rc1 refuses none), and
 // validators=chart (the default), flux (flux-core's feasibility alone) or jobspec (no
-// validator but the jobspec's own check, as the Flux Operator's MiniCluster). Each iteration runs every tuning once, starting with the
-// next one, so that a slow spell of the machine does not fall on one tuning.
+// validator but the jobspec's own check, as the Flux Operator's MiniCluster). Each iteration
+// runs every tuning once, starting with the next one, so that a slow spell of the machine does
+// not fall on one tuning.
 func BenchmarkTuning(b *testing.B) {
 	tunings := strings.Split(envOr("BENCH_TUNINGS", defaultTunings), ",")
 	options := map[string][]string{}
