@@ -41,26 +41,35 @@ s=$(t); i=0; while [ $i -lt $((n / 10)) ]; do $flux run true; i=$((i + 1)); done
 `, flux, jobs)
 }
 
-// parseThroughput reads throughputScript's lines into jobs per second by way.
-func parseThroughput(b *testing.B, out string, jobs int) map[string]float64 {
+// parseRates reads the lines "NAME NANOSECONDS" a benchmark's script prints: "up" in seconds,
+// "run" (flux run one at a time, a tenth of the jobs) and any other name in jobs per second.
+// It fails unless every name in want is there.
+func parseRates(b *testing.B, out string, jobs int, want ...string) map[string]float64 {
+	b.Helper()
 	rates := map[string]float64{}
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 		f := strings.Fields(l)
-		if len(f) != 2 || f[0] == "schedulers" {
+		if len(f) != 2 {
 			continue
 		}
 		ns, err := strconv.ParseInt(f[1], 10, 64)
 		if err != nil || ns <= 0 {
 			continue
 		}
-		n := jobs
-		if f[0] == "run" {
-			n = jobs / 10
+		s := time.Duration(ns).Seconds()
+		switch f[0] {
+		case "up":
+			rates["up"] = s
+		case "run":
+			rates["run"] = float64(jobs/10) / s
+		default:
+			rates[f[0]] = float64(jobs) / s
 		}
-		rates[f[0]] = float64(n) / time.Duration(ns).Seconds()
 	}
-	if len(rates) != 3 {
-		b.Fatalf("the throughput script printed %q: want cc, bulksubmit and run, each with nanoseconds", out)
+	for _, name := range want {
+		if _, ok := rates[name]; !ok {
+			b.Fatalf("the benchmark's script printed no %s time (want %s, each with nanoseconds):\n%s", name, strings.Join(want, ", "), out)
+		}
 	}
 	return rates
 }
@@ -98,7 +107,7 @@ func BenchmarkThroughput(b *testing.B) {
 					if rates[side] == nil {
 						rates[side] = map[string]float64{}
 					}
-					for way, v := range parseThroughput(b, out, jobs) {
+					for way, v := range parseRates(b, out, jobs, "cc", "bulksubmit", "run") {
 						rates[side][way] += v
 					}
 				}

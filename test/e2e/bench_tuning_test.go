@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // BenchmarkTuning: Flux's own start-up and job throughput with each overlay shape and tuning
@@ -114,28 +113,5 @@ s=$(t); i=0; while [ $i -lt $((n / 10)) ]; do flux run true; i=$((i + 1)); done;
 	if err != nil {
 		b.Fatalf("flux start --test-size=%d %s: %v\n%s", size, strings.Join(options, " "), err, out)
 	}
-	got := map[string]float64{}
-	for _, l := range strings.Split(out, "\n") {
-		f := strings.Fields(l)
-		if len(f) != 2 {
-			continue
-		}
-		nanos, err := strconv.ParseInt(f[1], 10, 64)
-		if err != nil || nanos <= 0 {
-			continue
-		}
-		s := time.Duration(nanos).Seconds()
-		switch f[0] {
-		case "up":
-			got["up"] = s
-		case "cc":
-			got["cc"] = float64(jobs) / s
-		case "run":
-			got["run"] = float64(jobs/10) / s
-		}
-	}
-	if len(got) != 3 {
-		b.Fatalf("flux start --test-size=%d %s printed no up, cc and run times:\n%s", size, strings.Join(options, " "), out)
-	}
-	return got
+	return parseRates(b, out, jobs, "up", "cc", "run")
 }
