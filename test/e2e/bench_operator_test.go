@@ -27,7 +27,7 @@ import (
 
 // BenchmarkOperator: the chart next to the Flux Operator, in one run on the same cluster with
 // the same images: the application image without Flux and the flux-view image, Fluxion on every
-// side. Three sides: the operator (its flux-view init container copies the view into each pod,
+// side (see operatorSide). Three sides: the operator (its flux-view init container copies the view into each pod,
 // and its container copies the software once more), the chart's default (flux.view.mode=auto:
 // the view image mounted on Kubernetes >= 1.35) and the chart copying the view as the operator
 // does (flux.view.mode=copy, once; into memory with BENCH_COPY_MEDIUM=Memory). The operator is
@@ -440,8 +440,16 @@ func (chartSide) up(ns, lead string) (int, error) {
 }
 
 // operatorSide: the Flux Operator's MiniCluster, applied, patched and deleted with kubectl, as
-// its documentation does.
-type operatorSide struct{ kubectl string }
+// its documentation does. Its brokers load Fluxion, as the operator means them to (its
+// broker.toml sets Fluxion's queue policy) and as the chart's do, through the environment of
+// its spec: the view's modprobe and module paths. Its own start leaves flux-core 0.88 on
+// sched-simple: it points FLUX_RC_EXTRA at the view's etc/flux/rc1.d, one level too deep for
+// flux-core to find Fluxion's rc1 script, and Fluxion's modules are not on flux-core's module
+// path. simple: left on sched-simple.
+type operatorSide struct {
+	kubectl string
+	simple  bool
+}
 
 func (operatorSide) name() string { return "operator" }
 
@@ -449,6 +457,10 @@ func (o operatorSide) create(b *testing.B, ns string, size, maxSize int, command
 	mode, container := "  interactive: true\n", ""
 	if command != "" {
 		mode, container = fmt.Sprintf("  tasks: %d\n", size), "    command: "+command+"\n"
+	}
+	if !o.simple {
+		container += "    environment:\n      FLUX_MODPROBE_PATH_APPEND: /mnt/flux/view/etc/flux/modprobe\n" +
+			"      FLUX_MODULE_PATH_PREPEND: /mnt/flux/view/lib/flux/modules\n"
 	}
 	// quiet: the chart's brokers log as little by default.
 	spec := fmt.Sprintf(`apiVersion: flux-framework.org/v1alpha2

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -97,6 +98,16 @@ func BenchmarkThroughput(b *testing.B) {
 			b.Fatalf("BENCH_THROUGHPUT_SIDES=%q: want some of chart,alone,operator", os.Getenv("BENCH_THROUGHPUT_SIDES"))
 		}
 	}
+	// Every side schedules with the chart side's scheduler: Fluxion unless BENCH_THROUGHPUT_SET
+	// says flux.scheduler=simple.
+	scheduler := "sched-fluxion-qmanager"
+	if strings.Contains(envOr("BENCH_THROUGHPUT_SET", ""), "flux.scheduler=simple") {
+		scheduler = "sched-simple"
+		if slices.Contains(sides, "alone") {
+			b.Fatal("BENCH_THROUGHPUT_SET=flux.scheduler=simple: Flux alone schedules with Fluxion; leave alone out of BENCH_THROUGHPUT_SIDES")
+		}
+	}
+	op.simple = scheduler == "sched-simple"
 	for _, size := range benchSizes(b, "BENCH_THROUGHPUT_SIZES", "6,16") {
 		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
 			rates := map[string]map[string]float64{}
@@ -105,6 +116,9 @@ func BenchmarkThroughput(b *testing.B) {
 				for i := range sides {
 					side := sides[(i+iteration)%len(sides)]
 					out := throughputOf(b, side, op, size, jobs)
+					if !regexp.MustCompile(`(?m)^schedulers .*\b` + scheduler + `\b`).MatchString(out) {
+						b.Fatalf("%s at size %d did not schedule with %s:\n%s", side, size, scheduler, out)
+					}
 					if rates[side] == nil {
 						rates[side] = map[string]float64{}
 					}
