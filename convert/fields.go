@@ -73,7 +73,7 @@ var Fields = []Field{
 	{Path: "spec.flux.completeWorkers", Status: Mapped, Values: "flux.completeWorkers"},
 	{Path: "spec.flux.logLevel", Status: Mapped, Values: "flux.logLevel"},
 	{Path: "spec.flux.curveCert", Status: Mapped, Values: "curve.cert", Why: "kept in a Secret that every broker reads; the keygen Job makes none"},
-	{Path: "spec.flux.scheduler.simple", Status: Mapped, Values: "flux.scheduler (simple)"},
+	{Path: "spec.flux.scheduler.simple", Status: Mapped, Values: "flux.scheduler (simple)", Why: "without it the chart loads Fluxion; the operator means to as well, but its brokers start flux-core 0.88 with sched-simple (its FLUX_RC_EXTRA points one level too deep into the view)"},
 	{Path: "spec.flux.scheduler.queuePolicy", Status: Mapped, Values: "flux.queuePolicy"},
 	{Path: "spec.flux.mungeSecret", Status: Refused, Why: "set munge.enabled: the chart makes the munge key"},
 	{Path: "spec.flux.bursting", Status: Refused, Why: "bursting to other clusters needs brokers outside this cluster, which the chart does not manage; run one MiniCluster per cluster"},
