@@ -108,6 +108,7 @@ func BenchmarkThroughput(b *testing.B) {
 		}
 	}
 	op.simple = scheduler == "sched-simple"
+	scheduled := regexp.MustCompile(`(?m)^schedulers .*\b` + scheduler + `\b`)
 	for _, size := range benchSizes(b, "BENCH_THROUGHPUT_SIZES", "6,16") {
 		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
 			rates := map[string]map[string]float64{}
@@ -116,7 +117,7 @@ func BenchmarkThroughput(b *testing.B) {
 				for i := range sides {
 					side := sides[(i+iteration)%len(sides)]
 					out := throughputOf(b, side, op, size, jobs)
-					if !regexp.MustCompile(`(?m)^schedulers .*\b` + scheduler + `\b`).MatchString(out) {
+					if !scheduled.MatchString(out) {
 						b.Fatalf("%s at size %d did not schedule with %s:\n%s", side, size, scheduler, out)
 					}
 					if rates[side] == nil {
