@@ -32,8 +32,8 @@ import (
 // (flux.view.mode=auto: the view image mounted on Kubernetes >= 1.35) and the chart copying the
 // view as the operator does (flux.view.mode=copy, once; into memory with
 // BENCH_COPY_MEDIUM=Memory). The operator is the source snapshot in ../shared/flux-operator,
-// built by ci/operator/build.sh and run out of cluster by this benchmark (its manager process, the MiniCluster CRD applied first and deleted
-// at the end). At each size of BENCH_OPERATOR_SIZES (default 6,16), every step runs on every
+// built by ci/operator/build.sh and run out of cluster by this benchmark (its manager process,
+// the MiniCluster CRD applied first and deleted at the end). At each size of BENCH_OPERATOR_SIZES (default 6,16), every step runs on every
 // side in turn, the side that goes first rotating from one iteration to the next, each in a new
 // namespace; the floors (a bare indexed Job) run in the same iteration. The end prints the
 // medians, the ratios to the operator and the chart's speed target for each step.
