@@ -80,6 +80,9 @@ var specs = []spec{
 		{"install → Flux counts every broker up", "s/up"},
 		{"`flux run -N size hostname`", "s/launch"},
 		{"resize to half and back → every broker up", "s/resize"},
+		{"`flux submit --cc=1-N --wait true` in the lead (N: BENCH_THROUGHPUT_JOBS), jobs/s", "jobs/s-cc"},
+		{"`flux bulksubmit --wait` of N `true`, jobs/s", "jobs/s-bulksubmit"},
+		{"`flux run true` N/10 times one after another, jobs/s", "jobs/s-run"},
 	}},
 	{key: "kwok", bench: "BenchmarkKwok", run: "make kwok-up && go test -tags e2e -run '^$' -bench Kwok -benchtime 3x ./test/e2e/",
 		sides: []side{{"floor", "floor"}, {"chart", "chart"}},
@@ -152,7 +155,7 @@ var specs = []spec{
 // BenchmarkTuning runs by default.
 func tuningRows() []row {
 	tunings := []struct{ unit, label string }{
-		{"kary:8", "kary:8 (the chart's default)"}, {"flat", "flat (kary:0)"}, {"kary:2", "kary:2"},
+		{"kary:8", "kary:8"}, {"flat", "flat (kary:0, the chart's default)"}, {"kary:2", "kary:2"},
 		{"kary:4", "kary:4"}, {"binomial", "binomial"}, {"mincrit:2", "mincrit:2"},
 		{"zmq-io-threads:2", "kary:8, 2 ZeroMQ I/O threads on the lead"},
 		{"content:content-files", "kary:8, content store in files (content-files)"},

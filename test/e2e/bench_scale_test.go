@@ -21,7 +21,7 @@ import (
 // (nothing copied per pod), each next to its floor in the same run:
 //   - up: helm install -> Flux counts every broker up; floor: a bare indexed Job of the same
 //     size and its headless Service -> every pod Running and listed by the Service; Flux's own
-//     bootstrap: `flux start --test-size=size` in one pod (kary:8, Fluxion) -> its initial
+//     bootstrap: `flux start --test-size=size` in one pod (flat, Fluxion) -> its initial
 //     program runs, which it does once every broker is online;
 //   - launch: `flux run -N size hostname` in the lead (no floor: nothing like it without Flux);
 //   - resize: helm upgrade to half the size and back -> Flux counts size up; floor: the bare
@@ -38,31 +38,37 @@ func BenchmarkScale(b *testing.B) {
 			for b.Loop() {
 				floor = floor.plus(scaleFloor(b, size))
 				alone = alone.plus(fluxBootstrap(b, size))
-				chart = chart.plus(scaleChart(b, size, ""))
+				chart = chart.plus(scaleChart(b, size, "", 0))
 			}
 			reportScale(b, size, floor, chart, alone)
 		})
 	}
 }
 
-// BenchmarkTopology64: the same steps at size 64 (BENCH_TOPOLOGY_SIZE) with each overlay shape
+// BenchmarkTopology: the same steps at size 64 (BENCH_TOPOLOGY_SIZE) with each overlay shape
 // (BENCH_TOPOLOGIES): flat (every worker a child of the lead, Flux's default for broker.toml
-// boot and the chart's), and k-ary trees.
+// boot), k-ary trees and binomial; and, before the resize, throughputScript's many small jobs
+// (BENCH_THROUGHPUT_JOBS each way).
 func BenchmarkTopology(b *testing.B) {
 	size := benchSizes(b, "BENCH_TOPOLOGY_SIZE", "64")[0]
 	topologies := strings.Split(envOr("BENCH_TOPOLOGIES", "flat,kary:2,kary:8,binomial"), ",")
+	jobs := throughputJobs(b)
 	for _, topo := range topologies {
 		b.Run("topology="+topo, func(b *testing.B) {
 			var chart scaleTimes
 			for b.Loop() {
-				chart = chart.plus(scaleChart(b, size, topo))
+				chart = chart.plus(scaleChart(b, size, topo, jobs))
 			}
 			n := float64(b.N)
 			metric(b, chart.up.Seconds()/n, "s/up")
 			metric(b, chart.launch.Seconds()/n, "s/launch")
 			metric(b, chart.resize.Seconds()/n, "s/resize")
-			fmt.Printf("topology %s at %d: up %.2f s, flux run -N %d %.2f s, resize %d->%d->%d %.2f s, uninstall %.2f s (mean of %d)\n",
-				topo, size, chart.up.Seconds()/n, size, chart.launch.Seconds()/n, size, size/2, size, chart.resize.Seconds()/n, chart.down.Seconds()/n, b.N)
+			for _, way := range []string{"cc", "bulksubmit", "run"} {
+				metric(b, chart.rates[way]/n, "jobs/s-"+way)
+			}
+			fmt.Printf("topology %s at %d: up %.2f s, flux run -N %d %.2f s, %d jobs: --cc %.1f, bulksubmit %.1f, flux run %.1f jobs/s, resize %d->%d->%d %.2f s, uninstall %.2f s (mean of %d)\n",
+				topo, size, chart.up.Seconds()/n, size, chart.launch.Seconds()/n, jobs, chart.rates["cc"]/n, chart.rates["bulksubmit"]/n, chart.rates["run"]/n,
+				size, size/2, size, chart.resize.Seconds()/n, chart.down.Seconds()/n, b.N)
 		})
 	}
 }
@@ -84,10 +90,12 @@ func benchSizes(b *testing.B, env, def string) []int {
 type scaleTimes struct {
 	up, launch, resize, down time.Duration
 	upCPU                    map[string]float64
+	rates                    map[string]float64 // jobs/s by way (throughputScript), summed over runs
 }
 
 func (s scaleTimes) plus(o scaleTimes) scaleTimes {
-	return scaleTimes{s.up + o.up, s.launch + o.launch, s.resize + o.resize, s.down + o.down, addCPU(addCPU(nil, s.upCPU), o.upCPU)}
+	return scaleTimes{s.up + o.up, s.launch + o.launch, s.resize + o.resize, s.down + o.down,
+		addCPU(addCPU(nil, s.upCPU), o.upCPU), addCPU(addCPU(nil, s.rates), o.rates)}
 }
 
 func reportScale(b *testing.B, size int, floor, chart, alone scaleTimes) {
@@ -193,14 +201,19 @@ func fluxBootstrap(b *testing.B, size int) scaleTimes {
 	return scaleTimes{up: time.Duration(nanos), upCPU: map[string]float64{cpuFlux: float64(ticks) / clockTicks}}
 }
 
-// scaleChart times the chart's four steps, with a topology ("" and "flat": the chart's default).
-func scaleChart(b *testing.B, size int, topology string) scaleTimes {
+// scaleChart times the chart's four steps, with a topology ("": the chart's default), and with
+// jobs > 0 the jobs/s of throughputScript after the launch.
+func scaleChart(b *testing.B, size int, topology string, jobs int) scaleTimes {
 	var t scaleTimes
 	ns := newNamespace(b, "scale")
 	r := newRelease(b, ns, "flux-sample", helm4)
 	maxSize := max(size, 16)
 	args := []string{"--set", fmt.Sprintf("size=%d,maxSize=%d,flux.view.mode=image", size, maxSize)}
-	if topology != "" && topology != "flat" {
+	switch topology {
+	case "": // the chart's default
+	case "flat":
+		args = append(args, "--set", "flux.topology=")
+	default:
 		args = append(args, "--set", "flux.topology="+topology)
 	}
 	up := func(n int) map[int]corev1.Pod {
@@ -218,6 +231,15 @@ func scaleChart(b *testing.B, size int, topology string) scaleTimes {
 	t.launch = time.Since(start)
 	if err != nil || len(strings.Fields(out)) != size {
 		b.Fatalf("flux run -N %d hostname: %v, %d lines\n%s", size, err, len(strings.Fields(out)), stderr)
+	}
+	if jobs > 0 {
+		out, stderr, err := execInWithin(20*time.Minute, ns, pods[0].Name, "flux", "sh", "-c",
+			`. /minicluster/scripts/env.sh && `+throughputScript("$(real_flux)", jobs))
+		if err != nil {
+			b.Fatalf("%d jobs in the lead: %v\n%s%s", jobs, err, out, stderr)
+		}
+		b.Logf("size %d, topology %q, in the lead:\n%s", size, topology, out)
+		t.rates = parseRates(b, out, jobs, "cc", "bulksubmit", "run")
 	}
 
 	start = time.Now()

@@ -210,7 +210,7 @@ var aloneValidators = map[string]string{
 }
 
 // fluxAlone runs throughputScript in `flux start --test-size=size` (the chart's overlay shape,
-// kary:8, with Fluxion and the chart's validators) in one pod of the flux image on node, and
+// flat, with Fluxion and the chart's validators) in one pod of the flux image on node, and
 // returns what it printed.
 func fluxAlone(b *testing.B, ns, node string, size, jobs int) string {
 	b.Helper()
@@ -223,7 +223,7 @@ func fluxAlone(b *testing.B, ns, node string, size, jobs int) string {
 
 // alonePod is a pod of the flux image on node that runs script as the initial program of
 // `flux start --test-size=size` with Fluxion, the chart's validators and the broker options
-// given (none: the chart's default overlay shape, kary:8; validators=NAME: other validators,
+// given (none: the chart's default overlay shape, flat; validators=NAME: other validators,
 // one of aloneValidators). The script sees START, the nanoseconds just before flux start. The
 // brokers get 5 minutes to end once the first has (flux start's 20 s is too short for 64
 // brokers on two busy cores).
@@ -240,7 +240,7 @@ func alonePod(b *testing.B, node string, size int, script string, options ...str
 		return ok
 	})
 	if len(options) == 0 {
-		options = []string{"-Stbon.topo=kary:8"}
+		options = []string{"-Stbon.topo=kary:0"}
 	}
 	validator, err := os.ReadFile(filepath.Join(chartDir, "files", "validate-brokers-up.py"))
 	if err != nil {

@@ -15,9 +15,11 @@ import (
 // (BENCH_TUNINGS) at each size (BENCH_TUNING_SIZES), in `flux start --test-size` in one pod
 // (Flux alone: what each knob does to Flux, without the spread of Kubernetes' own start-up).
 // A tuning is broker settings joined by "+": an overlay shape (kary:K, flat, binomial,
-// mincrit, mincrit:K; kary:8, the chart's default, where none is named),
+// mincrit, mincrit:K; kary:8 where none is named),
 // zmq-io-threads=N (tbon.zmq_io_threads) and content=MODULE (content.backing-module:
-// content-sqlite, Flux's default, or content-files; flux-core 0.88's rc1 refuses none), and
+// content-sqlite, Flux's default, or content-files; flux-core 0.88's rc1 refuses none), tcp
+// (tbon.prefertcp: the brokers talk over TCP on the loopback device, as a MiniCluster's do
+// between pods, in place of Unix sockets), and
 // validators=chart (the default), flux (flux-core's feasibility alone) or jobspec (no
 // validator but the jobspec's own check, as the Flux Operator's MiniCluster). Each iteration
 // runs every tuning once, starting with the next one, so that a slow spell of the machine does
@@ -76,6 +78,8 @@ func tuningOptions(tuning string) ([]string, error) {
 			opts = append(opts, "-Stbon.zmq_io_threads="+v)
 		case k == "content":
 			opts = append(opts, "-Scontent.backing-module="+v)
+		case part == "tcp":
+			opts = append(opts, "-Stbon.prefertcp=1")
 		case k == "validators":
 			if aloneValidators[v] == "" {
 				return nil, fmt.Errorf("%q: want validators=chart, flux or jobspec", part)
@@ -86,7 +90,7 @@ func tuningOptions(tuning string) ([]string, error) {
 		case regexp.MustCompile(`^(kary:[0-9]+|mincrit(:[0-9]+)?|binomial)$`).MatchString(part):
 			topo = part
 		default:
-			return nil, fmt.Errorf("%q: want an overlay shape (kary:K, flat, binomial, mincrit[:K]), zmq-io-threads=N, content=MODULE or validators=NAME", part)
+			return nil, fmt.Errorf("%q: want an overlay shape (kary:K, flat, binomial, mincrit[:K]), zmq-io-threads=N, content=MODULE, tcp or validators=NAME", part)
 		}
 	}
 	return append([]string{"-Stbon.topo=" + topo}, opts...), nil

@@ -28,7 +28,9 @@ func TestResize(t *testing.T) {
 func testResize(t *testing.T, helm string) {
 	ns := newNamespace(t, "resize")
 	r := newRelease(t, ns, "flux-sample", helm)
-	r.install("--set", "size=6")
+	// A tree (the default is flat), so that workers are the parents of others: at size 8 ranks
+	// 3-6 connect to ranks 1 and 2, rank 7 to rank 3; all of them leave when it shrinks to 3.
+	r.install("--set", "size=6,flux.topology=kary:2")
 	up(t, r, 6, 16)
 	config := r.brokerConfig()
 	cert := r.curveSecret().Data["curve.cert"]

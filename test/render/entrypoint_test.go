@@ -357,7 +357,8 @@ func (p *pod) brokerRuns(t *testing.T) [][]string {
 
 func TestEntrypointInteractiveLead(t *testing.T) {
 	t.Parallel()
-	p := newPod(t, helmtest.Options{}, 0)
+	// A tree, so that the broker gets its shape (flat, the default, needs no option).
+	p := newPod(t, helmtest.Options{Set: []string{"flux.topology=kary:8"}}, 0)
 	p.brokers(t, "0 60", "0 0 30")
 	cmd, wait := p.start(t)
 	p.waitSleeping(t, 2, "the broker starts again after it exits 0")

@@ -72,7 +72,7 @@ func TestBadValuesAreRejected(t *testing.T) {
 		{"unknown queue policy", helmtest.Options{Set: []string{"flux.queuePolicy=lifo"}}, []string{"/flux/queuePolicy", "fcfs", "easy", "conservative", "hybrid"}},
 		{"queue policy without Fluxion", helmtest.Options{Set: []string{"flux.scheduler=simple", "flux.queuePolicy=easy"}},
 			[]string{"flux.queuePolicy=easy", "flux.scheduler=simple", "set flux.scheduler=fluxion"}},
-		{"minimal service with a tree", helmtest.Options{Set: []string{"flux.minimalService=true"}},
+		{"minimal service with a tree", helmtest.Options{Set: []string{"flux.minimalService=true", "flux.topology=kary:8"}},
 			[]string{"flux.minimalService=true", `flux.topology="kary:8"`, `set flux.topology="" (flat)`}},
 		{"wrap with spaces", helmtest.Options{Set: []string{"flux.wrap=strace -f"}}, []string{"/flux/wrap", "strace -f"}},
 		{"curve cert not a certificate", helmtest.Options{Set: []string{"curve.cert=secret-key-123"}},
