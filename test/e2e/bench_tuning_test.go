@@ -12,18 +12,16 @@ import (
 )
 
 // BenchmarkTuning: Flux's own start-up and job throughput with each overlay shape and tuning
-// (BENCH_TUNINGS) at each size (BENCH_TUNING_SIZES), in `flux start --test-size` in one pod
-// (Flux alone: what each knob does to Flux, without the spread of Kubernetes' own start-up).
-// A tuning is broker settings joined by "+": an overlay shape (kary:K, flat, binomial,
-// mincrit, mincrit:K; kary:8 where none is named),
-// zmq-io-threads=N (tbon.zmq_io_threads) and content=MODULE (content.backing-module:
-// content-sqlite, Flux's default, or content-files; flux-core 0.88's rc1 refuses none), tcp
-// (tbon.prefertcp: the brokers talk over TCP on the loopback device, as a MiniCluster's do
-// between pods, in place of Unix sockets), and
-// validators=chart (the default), flux (flux-core's feasibility alone) or jobspec (no
-// validator but the jobspec's own check, as the Flux Operator's MiniCluster). Each iteration
-// runs every tuning once, starting with the next one, so that a slow spell of the machine does
-// not fall on one tuning.
+// (BENCH_TUNINGS) at each size (BENCH_TUNING_SIZES), in `flux start --test-size` in one pod (Flux
+// alone: what each knob does to Flux, without the spread of Kubernetes' own start-up). A tuning is
+// broker settings joined by "+": an overlay shape (kary:K, flat, binomial, mincrit, mincrit:K;
+// kary:8 where none is named), zmq-io-threads=N (tbon.zmq_io_threads), content=MODULE
+// (content.backing-module: content-sqlite, Flux's default, or content-files; flux-core 0.88's rc1
+// refuses none), tcp (tbon.prefertcp: the brokers talk over TCP on the loopback device, as a
+// MiniCluster's do between pods, in place of Unix sockets) and validators=chart (the default),
+// flux (flux-core's feasibility alone) or jobspec (no validator but the jobspec's own check, as
+// the Flux Operator's MiniCluster). Each iteration runs every tuning once, starting with the next
+// one, so that a slow spell of the machine does not fall on one tuning.
 func BenchmarkTuning(b *testing.B) {
 	tunings := strings.Split(envOr("BENCH_TUNINGS", defaultTunings), ",")
 	options := map[string][]string{}
