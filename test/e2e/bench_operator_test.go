@@ -25,18 +25,19 @@ import (
 	"k8s.io/client-go/dynamic"
 )
 
-// BenchmarkOperator: the chart next to the Flux Operator, in one run on the same cluster with
-// the same images: the application image without Flux and the flux-view image, Fluxion on every
-// side (see operatorSide). Three sides: the operator (its flux-view init container copies the
-// view into each pod, and its container copies the software once more), the chart's default
+// BenchmarkOperator: the chart next to the Flux Operator, in one run on the same cluster with the
+// same images: the application image without Flux and the flux-view image, Fluxion on every side
+// (see operatorSide). Three sides: the operator (its flux-view init container copies the view into
+// each pod, and its container copies the software once more), the chart's default
 // (flux.view.mode=auto: the view image mounted on Kubernetes >= 1.35) and the chart copying the
 // view as the operator does (flux.view.mode=copy, once; into memory with
-// BENCH_COPY_MEDIUM=Memory). The operator is the source snapshot in ../shared/flux-operator,
-// built by ci/operator/build.sh and run out of cluster by this benchmark (its manager process,
-// the MiniCluster CRD applied first and deleted at the end). At each size of BENCH_OPERATOR_SIZES (default 6,16), every step runs on every
-// side in turn, the side that goes first rotating from one iteration to the next, each in a new
-// namespace; the floors (a bare indexed Job) run in the same iteration. The end prints the
-// medians, the ratios to the operator and the chart's speed target for each step.
+// BENCH_COPY_MEDIUM=Memory). The operator is the source snapshot in ../shared/flux-operator, built
+// by ci/operator/build.sh and run out of cluster by this benchmark (its manager process, the
+// MiniCluster CRD applied first and deleted at the end). At each size of BENCH_OPERATOR_SIZES
+// (default 6,16), every step runs on every side in turn, the side that goes first rotating from
+// one iteration to the next, each in a new namespace; the floors (a bare indexed Job) run in the
+// same iteration. The end prints the medians, the ratios to the operator and the chart's speed
+// target for each step.
 //
 // Flux in the application image cannot be compared: the operator always mounts an emptyDir at
 // /opt/software, which hides a Flux installed there (as the project's flux image has it, in the

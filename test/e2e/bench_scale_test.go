@@ -63,7 +63,7 @@ func BenchmarkTopology(b *testing.B) {
 			metric(b, chart.up.Seconds()/n, "s/up")
 			metric(b, chart.launch.Seconds()/n, "s/launch")
 			metric(b, chart.resize.Seconds()/n, "s/resize")
-			for _, way := range []string{"cc", "bulksubmit", "run"} {
+			for _, way := range throughputWays {
 				metric(b, chart.rates[way]/n, "jobs/s-"+way)
 			}
 			fmt.Printf("topology %s at %d: up %.2f s, flux run -N %d %.2f s, %d jobs: --cc %.1f, bulksubmit %.1f, flux run %.1f jobs/s, resize %d->%d->%d %.2f s, uninstall %.2f s (mean of %d)\n",
@@ -95,7 +95,7 @@ type scaleTimes struct {
 
 func (s scaleTimes) plus(o scaleTimes) scaleTimes {
 	return scaleTimes{s.up + o.up, s.launch + o.launch, s.resize + o.resize, s.down + o.down,
-		addCPU(addCPU(nil, s.upCPU), o.upCPU), addCPU(addCPU(nil, s.rates), o.rates)}
+		addSums(addSums(nil, s.upCPU), o.upCPU), addSums(addSums(nil, s.rates), o.rates)}
 }
 
 func reportScale(b *testing.B, size int, floor, chart, alone scaleTimes) {
@@ -233,13 +233,12 @@ func scaleChart(b *testing.B, size int, topology string, jobs int) scaleTimes {
 		b.Fatalf("flux run -N %d hostname: %v, %d lines\n%s", size, err, len(strings.Fields(out)), stderr)
 	}
 	if jobs > 0 {
-		out, stderr, err := execInWithin(20*time.Minute, ns, pods[0].Name, "flux", "sh", "-c",
-			`. /minicluster/scripts/env.sh && `+throughputScript("$(real_flux)", jobs))
+		out, stderr, err := chartThroughput(ns, pods[0].Name, jobs)
 		if err != nil {
 			b.Fatalf("%d jobs in the lead: %v\n%s%s", jobs, err, out, stderr)
 		}
 		b.Logf("size %d, topology %q, in the lead:\n%s", size, topology, out)
-		t.rates = parseRates(b, out, jobs, "cc", "bulksubmit", "run")
+		t.rates = parseRates(b, out, jobs, throughputWays...)
 	}
 
 	start = time.Now()

@@ -46,6 +46,15 @@ s=$(t); i=0; while [ $i -lt $((n / 10)) ]; do $flux run true; i=$((i + 1)); done
 // parseRates reads the lines "NAME NANOSECONDS [...]" a benchmark's script prints: "up" in seconds,
 // "run" (flux run one at a time, a tenth of the jobs) and any other name in jobs per second.
 // It fails unless every name in want is there.
+// throughputWays are the ways throughputScript times, by the names it prints.
+var throughputWays = []string{"cc", "bulksubmit", "run"}
+
+// chartThroughput runs throughputScript in the chart's lead pod, with the Flux its brokers run.
+func chartThroughput(ns, lead string, jobs int) (string, string, error) {
+	return execInWithin(20*time.Minute, ns, lead, "flux", "sh", "-c",
+		`. /minicluster/scripts/env.sh && `+throughputScript("$(real_flux)", jobs))
+}
+
 func parseRates(b *testing.B, out string, jobs int, want ...string) map[string]float64 {
 	b.Helper()
 	rates := map[string]float64{}
@@ -120,17 +129,12 @@ func BenchmarkThroughput(b *testing.B) {
 					if !scheduled.MatchString(out) {
 						b.Fatalf("%s at size %d did not schedule with %s:\n%s", side, size, scheduler, out)
 					}
-					if rates[side] == nil {
-						rates[side] = map[string]float64{}
-					}
-					for way, v := range parseRates(b, out, jobs, "cc", "bulksubmit", "run") {
-						rates[side][way] += v
-					}
+					rates[side] = addSums(rates[side], parseRates(b, out, jobs, throughputWays...))
 				}
 				iteration++
 			}
 			n := float64(b.N)
-			for _, way := range []string{"cc", "bulksubmit", "run"} {
+			for _, way := range throughputWays {
 				line := fmt.Sprintf("size %d, %s, jobs/s:", size, way)
 				for _, side := range sides {
 					unit := "jobs/s-" + way
@@ -165,8 +169,7 @@ func throughputOf(b *testing.B, side string, op operatorSide, size, jobs int) st
 		// BENCH_THROUGHPUT_SET: values of the chart's side other than the view mounted.
 		r.install("--set", fmt.Sprintf("size=%d,maxSize=%d,%s", size, size, envOr("BENCH_THROUGHPUT_SET", "flux.view.mode=image")))
 		pods := waitFluxUp(b, ns, r.name, size, size, 10*time.Minute)
-		out, stderr, err = execInWithin(20*time.Minute, ns, pods[0].Name, "flux", "sh", "-c",
-			`. /minicluster/scripts/env.sh && `+throughputScript("$(real_flux)", jobs))
+		out, stderr, err = chartThroughput(ns, pods[0].Name, jobs)
 		b.Logf("size %d, chart, in the lead:\n%s", size, out)
 		r.uninstall()
 	case "alone":

@@ -203,8 +203,8 @@ func parseAcct(raw []byte) []acctRecord {
 // compT decodes a comp_t: a 13-bit mantissa and a base-8 exponent in the top 3 bits.
 func compT(c uint16) int64 { return int64(c&0x1fff) << (3 * (c >> 13)) }
 
-// addCPU adds the parts of used into sum.
-func addCPU(sum map[string]float64, used map[string]float64) map[string]float64 {
+// addSums adds each figure of used into sum's figure of the same key (CPU parts, rates).
+func addSums(sum map[string]float64, used map[string]float64) map[string]float64 {
 	if used == nil {
 		return sum
 	}
