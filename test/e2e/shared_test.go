@@ -268,6 +268,22 @@ func TestRestricted(t *testing.T) {
 	}
 	checkMPIHello(t, run("MPICH", "-N", "2", "-n", "4", "--env=LD_PRELOAD=/usr/local/lib/mpich-ucx-finalize.so", "mpi-hello-mpich"), 4, 2, "MPICH Version:")
 	checkMPIHello(t, run("OpenMPI", "-N", "2", "-n", "4", "-o", "pmi=pmix", "--env=OMPI_MCA_btl_vader_single_copy_mechanism=none", "mpi-hello-openmpi"), 4, 2, "Open MPI v4.1.4")
+	// The job shells of the jobs that do not ask for PMIx go without flux-pmix's plugin (the
+	// entrypoint's initrc); those that do have it, and flux-core's lua.d still applies.
+	maps := `grep -c 'flux/shell/plugins/pmix.so' /proc/$PPID/maps; printenv OMPI_MCA_btl_vader_backing_directory || echo unset`
+	out := run("no PMIx", "-N", "2", "sh", "-c", maps)
+	none := 0
+	for _, f := range strings.Fields(out) {
+		if f == "0" {
+			none++
+		}
+	}
+	if none != 2 || strings.Count(out, "/jobtmp-") != 2 {
+		t.Errorf("a job on 2 brokers without -o pmi=pmix: each shell's maps of pmix.so, then openmpi.lua's setting: %q, want 0 and a jobtmp from each", out)
+	}
+	if out := run("PMIx", "-o", "pmi=pmix", "sh", "-c", maps); strings.HasPrefix(out, "0\n") || !strings.Contains(out, "/jobtmp-") {
+		t.Errorf("a job with -o pmi=pmix: its shell's maps of pmix.so, then openmpi.lua's setting: %q, want some and a jobtmp", out)
+	}
 	if out := run("LAMMPS", "-N", "2", "-n", "2", "-o", "pmi=pmix", "--env=OMPI_MCA_btl_vader_single_copy_mechanism=none",
 		"lmp", "-in", "/opt/lammps/examples/melt/in.melt", "-log", "none", "-nocite"); !strings.Contains(out, "Total wall time") {
 		t.Errorf("LAMMPS did not finish:\n%s", out)
