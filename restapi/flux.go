@@ -155,8 +155,8 @@ func (f *Flux) Output(ctx context.Context, id uint64, follow bool, each func(str
 	jobid := strconv.FormatUint(id, 10)
 	args := []string{"job", "eventlog", "--format=json", "--path=output", jobid}
 	if follow {
-		// Wait for the job to start (the output eventlog exists from then on). wait-event
-		// fails for a job that ended without starting: then there is no output.
+		// Wait for the job to start. wait-event fails for a job that ended without starting:
+		// then there is no output.
 		if _, err := f.run(ctx, nil, "job", "wait-event", "--quiet", jobid, "start"); err != nil {
 			if errors.Is(err, ErrNotFound) {
 				return false, err
@@ -166,8 +166,10 @@ func (f *Flux) Output(ctx context.Context, id uint64, follow bool, each func(str
 		// flux job eventlog --follow --path=output crashes in flux-core 0.88 (the output
 		// eventlog has no end event, and it compares event names with that NULL). wait-event
 		// --verbose prints every event until the one it waits for; waiting for one that never
-		// comes prints them all and ends, with "never received", when the output ends.
-		args = []string{"job", "wait-event", "--verbose", "--format=json", "--path=output", jobid, noSuchEvent}
+		// comes prints them all and ends, with "never received", when the output ends. The
+		// shells may write the output eventlog's first entry only after the start event (seen
+		// on a busy node): --waitcreate waits for it, as flux job attach does.
+		args = []string{"job", "wait-event", "--waitcreate", "--verbose", "--format=json", "--path=output", jobid, noSuchEvent}
 	}
 	c := f.cmd(ctx, args...)
 	var stderr bytes.Buffer
