@@ -166,9 +166,9 @@ func (f *Flux) Output(ctx context.Context, id uint64, follow bool, each func(str
 		// flux job eventlog --follow --path=output crashes in flux-core 0.88 (the output
 		// eventlog has no end event, and it compares event names with that NULL). wait-event
 		// --verbose prints every event until the one it waits for; waiting for one that never
-		// comes prints them all and ends, with "never received", when the output ends. The
-		// shells may write the output eventlog's first entry only after the start event (seen
-		// on a busy node): --waitcreate waits for it, as flux job attach does.
+		// comes prints them all and ends, with "never received", when the output ends.
+		// --waitcreate (as flux job attach watches it) waits for an output eventlog that is not
+		// there yet; job-info drops it once the job has ended, so a job without one ends it.
 		args = []string{"job", "wait-event", "--waitcreate", "--verbose", "--format=json", "--path=output", jobid, noSuchEvent}
 	}
 	c := f.cmd(ctx, args...)
