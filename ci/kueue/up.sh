@@ -38,12 +38,26 @@ start=$SECONDS
 # Server-side: Kueue's CRDs are larger than client-side apply's last-applied annotation allows.
 "$KUBECTL" apply --server-side --force-conflicts --field-manager=minicluster-kueue -f "$DIR/manifests.yaml" >"$DIR/apply.log" ||
 	die "kubectl apply failed (log: $DIR/apply.log)"
-"$KUBECTL" -n kueue-system rollout status deployment/kueue-controller-manager --timeout=180s ||
-	{ "$KUBECTL" -n kueue-system logs deployment/kueue-controller-manager --tail=30 >&2 || true; die "the Kueue controller did not become ready in 180 s"; }
+logs() { "$KUBECTL" -n kueue-system logs deployment/kueue-controller-manager --tail=30 >&2 || true; }
+ready() { "$KUBECTL" -n kueue-system rollout status deployment/kueue-controller-manager --timeout="$1" >/dev/null; }
+filled() { [[ -n $("$KUBECTL" -n kueue-system get secret kueue-webhook-server-cert -o jsonpath='{.data.tls\.crt}' 2>/dev/null) ]]; }
 
-# The webhook answers once Kueue has written its certificate, the kubelet has refreshed the
-# mounted Secret and the CA is in the webhook configurations: a dry-run of a queued Job goes
-# through the mutating webhook, which suspends it.
+# Kueue's first pod writes its webhook certificate into a Secret, then stays not ready until the
+# Secret's volume in the pod shows it, which the kubelet refreshes only on its sync period: 95 s
+# here, more than 180 s on a busy machine. A pod started once the Secret is filled finds the
+# certificate at once, so restart it then unless it is already ready (Recreate: never two Kueues).
+for ((t = 0; t < 180; t++)); do
+	filled && break
+	sleep 1
+done
+filled || { logs; die "Kueue wrote no certificate into Secret kueue-system/kueue-webhook-server-cert in 180 s; kubectl -n kueue-system describe pods"; }
+if ! ready 5s 2>/dev/null; then
+	"$KUBECTL" -n kueue-system rollout restart deployment/kueue-controller-manager >/dev/null
+fi
+ready 180s || { logs; die "the Kueue controller did not become ready in 180 s"; }
+
+# The webhook answers once the CA is in the webhook configurations: a dry-run of a queued Job
+# goes through the mutating webhook, which suspends it.
 probe=$(cat <<'YAML'
 apiVersion: batch/v1
 kind: Job
@@ -67,16 +81,5 @@ wait_answer() {
 	done
 	return 1
 }
-# A first start writes the certificate into the Secret, but the pod reads it from its volume,
-# which the kubelet refreshes only on its sync period: Kueue (all of it) waited 95 s here. A pod
-# started once the Secret is filled finds it at once, so restart it (Recreate: never two Kueues).
-if ! wait_answer 5; then
-	for ((t = 0; t < 60; t++)); do
-		[[ -n $("$KUBECTL" -n kueue-system get secret kueue-webhook-server-cert -o jsonpath='{.data.tls\.crt}') ]] && break
-		sleep 1
-	done
-	"$KUBECTL" -n kueue-system rollout restart deployment/kueue-controller-manager
-	"$KUBECTL" -n kueue-system rollout status deployment/kueue-controller-manager --timeout=180s
-fi
 wait_answer 120 || die "the webhook did not answer in 120 s (last: $got); kubectl -n kueue-system logs deployment/kueue-controller-manager"
 echo "kueue: $VERSION running, its webhook answers ($((SECONDS - start)) s after apply); queue a Job with the label kueue.x-k8s.io/queue-name=<LocalQueue>"
