@@ -322,6 +322,9 @@ func (c *converter) flux() error {
 		if view.MountPath != "" && view.MountPath != "/mnt/flux" {
 			c.set("flux.view.mountPath", view.MountPath)
 		}
+		if r := toAny(view.Resources); !isZero(r) {
+			c.set("flux.view.resources", r)
+		}
 	}
 	c.addPullSecret(view.ImagePullSecret)
 	if f.ConnectTimeout != "" {
@@ -523,6 +526,9 @@ func (c *converter) runnerContainer(at string, ct miniClusterContainer, size int
 	if sc := toAny(ct.SecurityContext); !isZero(sc) {
 		c.set("securityContext", sc)
 	}
+	if l := lifecycleOf(ct); l != nil {
+		c.set("lifecycle", l)
+	}
 	command := strings.TrimSpace(ct.Command)
 	if ct.Commands.Script != "" {
 		if command != "" {
@@ -609,8 +615,8 @@ func (c *converter) sidecar(at string, ct miniClusterContainer, env, mounts []an
 // services maps the operator's services (containers of a pod of their own, run as their images
 // give them) to the chart's services and servicesVolumes.
 // addContainerFields sets the fields a container of the chart's values takes as the operator's
-// container gives them: pull policy, working directory, ports, environment, mounts, resources
-// and security context.
+// container gives them: pull policy, working directory, ports, environment, mounts, resources,
+// security context and lifecycle hooks.
 func addContainerFields(m map[string]any, ct miniClusterContainer, env, mounts []any) {
 	if p := pullPolicy(ct); p != "" {
 		m["imagePullPolicy"] = p
@@ -637,6 +643,24 @@ func addContainerFields(m map[string]any, ct miniClusterContainer, env, mounts [
 	if s := toAny(ct.SecurityContext); !isZero(s) {
 		m["securityContext"] = s
 	}
+	if l := lifecycleOf(ct); l != nil {
+		m["lifecycle"] = l
+	}
+}
+
+// lifecycleOf is the container's postStartExec and preStopExec as a Kubernetes Lifecycle, each
+// run with /bin/sh -c (the operator's exec runs the string as one program), or nil.
+func lifecycleOf(ct miniClusterContainer) map[string]any {
+	hooks := map[string]any{}
+	for name, line := range map[string]string{"postStart": ct.LifeCycle.PostStartExec, "preStop": ct.LifeCycle.PreStopExec} {
+		if line = strings.TrimSpace(line); line != "" {
+			hooks[name] = map[string]any{"exec": map[string]any{"command": []any{"/bin/sh", "-c", line}}}
+		}
+	}
+	if len(hooks) == 0 {
+		return nil
+	}
+	return hooks
 }
 
 func (c *converter) services() error {
@@ -644,9 +668,6 @@ func (c *converter) services() error {
 	seen := map[string]bool{}
 	for i, ct := range c.mc.Spec.Services {
 		at := fmt.Sprintf("spec.services[%d]", i)
-		if ct.LifeCycle != (lifeCycle{}) {
-			return fmt.Errorf("%s.lifeCycle: not in the chart; drop it", at)
-		}
 		for name, set := range map[string]bool{"runFlux": ct.RunFlux, "launcher": ct.Launcher, "batch": ct.Batch, "batchRaw": ct.BatchRaw, "logs": ct.Logs != ""} {
 			if set {
 				return fmt.Errorf("%s.%s: a service runs no Flux, and the operator ignores it there; drop it", at, name)

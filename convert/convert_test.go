@@ -41,10 +41,9 @@ func TestConvertRefuses(t *testing.T) {
 		{"size negative", strings.Replace(hello, "size: 4", "size: -1", 1), []string{"spec.size -1"}},
 		{"maxSize below size", strings.Replace(hello, "size: 4", "size: 4\n  maxSize: 2", 1), []string{"spec.maxSize 2"}},
 		{"refused field", strings.Replace(hello, "size: 4", "size: 4\n  minSize: 2", 1), []string{"spec.minSize:", "set size"}},
-		{"refused nested field", strings.Replace(hello, "size: 4", "size: 4\n  flux:\n    mungeSecret: mine", 1), []string{"spec.flux.mungeSecret:"}},
+		{"refused nested field", strings.Replace(hello, "size: 4", "size: 4\n  flux:\n    container:\n      pythonPath: /opt/py", 1), []string{"spec.flux.container.pythonPath:", "PYTHONPATH"}},
 		{"minimal service with a tree", strings.Replace(hello, "size: 4", "size: 4\n  flux:\n    minimalService: true\n    topology: kary:2", 1), []string{"spec.flux.minimalService", `topology "kary:2"`}},
 		{"wrap with spaces", strings.Replace(hello, "size: 4", "size: 4\n  flux:\n    wrap: strace -f", 1), []string{`spec.flux.wrap "strace -f"`, "strace,-f"}},
-		{"refused in a list", strings.Replace(hello, "      command:", "      lifeCycle:\n        preStopExec: x\n      command:", 1), []string{"spec.containers[0].lifeCycle.preStopExec:"}},
 		{"no name", strings.Replace(hello, "name: flux-sample", "name: \"\"", 1), []string{"metadata.name is empty"}},
 		{"no containers", strings.Replace(hello, "  containers:\n    - image: ubuntu:noble\n      command: echo hello world\n", "", 1), []string{"spec.containers is empty"}},
 		{"two runners", strings.Replace(hello, "      command: echo hello world\n", "      runFlux: true\n    - image: x\n      name: y\n      runFlux: true\n", 1), []string{"spec.containers[1].runFlux", "both ask to run Flux"}},
@@ -243,6 +242,43 @@ func TestConvertFluxContainers(t *testing.T) {
 	assert.Contains(t, err.Error(), "spec.containers[0].commands.servicePre")
 }
 
+// lifeCycle hooks become Kubernetes lifecycle hooks run with /bin/sh -c, on every kind of
+// container; the view's resources become flux.view.resources; the fields the operator does not
+// act on are accepted.
+func TestConvertLifecycleAndView(t *testing.T) {
+	hooks := "      lifeCycle:\n        postStartExec: /opt/start.sh\n        preStopExec: flux queue stop --all\n"
+	in := strings.Replace(hello, "      command: echo hello world\n", "      command: echo hello world\n      runFlux: true\n"+hooks+
+		"    - image: x\n      name: side\n      noWrapEntrypoint: true\n"+hooks+
+		"    - image: x\n      name: user\n      command: flux jobs\n"+hooks, 1)
+	in = strings.Replace(in, "  size: 4\n", "  size: 4\n  flux:\n    mungeSecret: mine\n    container:\n      workingDir: /x\n      resources:\n        limits: {memory: 256Mi}\n", 1)
+	in += "  services:\n    - image: nginx\n      name: web\n" + hooks
+	res, err := Convert([]byte(in), Options{})
+	require.NoError(t, err)
+	want := map[string]any{
+		"postStart": map[string]any{"exec": map[string]any{"command": []any{"/bin/sh", "-c", "/opt/start.sh"}}},
+		"preStop":   map[string]any{"exec": map[string]any{"command": []any{"/bin/sh", "-c", "flux queue stop --all"}}},
+	}
+	assert.Equal(t, want, res.Values["lifecycle"])
+	for _, list := range []string{"sidecars", "fluxContainers", "services"} {
+		items, _ := res.Values[list].([]any)
+		require.Len(t, items, 1, list)
+		assert.Equal(t, want, items[0].(map[string]any)["lifecycle"], list)
+	}
+	view := res.Values["flux"].(map[string]any)["view"].(map[string]any)
+	assert.Equal(t, map[string]any{"limits": map[string]any{"memory": "256Mi"}}, view["resources"])
+	assert.NotContains(t, res.Values, "munge")
+
+	// They render: the hooks on the containers, the view's resources on its container.
+	got, err := Write(res)
+	require.NoError(t, err)
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	require.NoError(t, os.WriteFile(values, got, 0o644))
+	out, err := helmtest.Template(helmtest.Options{ReleaseName: res.Name, ValuesFiles: []string{values}, Set: []string{"flux.view.mode=copy"}})
+	require.NoError(t, err)
+	assert.Equal(t, 4, strings.Count(out, "- flux queue stop --all"), "the hook on flux, side and user in the broker pod, web in the services pod")
+	assert.Contains(t, out, "memory: 256Mi")
+}
+
 // spec.services: the chart's services pod, named <name>-services; the operator's name of it
 // in commands and environment values becomes the chart's.
 func TestConvertServices(t *testing.T) {
@@ -260,7 +296,6 @@ func TestConvertServices(t *testing.T) {
 	for _, tc := range []struct{ extra, want string }{
 		{"      command: nginx -g daemon\n", "spec.services[0].command: the operator ignores"},
 		{"      batch: true\n", "spec.services[0].batch: a service runs no Flux"},
-		{"      lifeCycle:\n        preStopExec: x\n", "spec.services[0].lifeCycle"},
 	} {
 		_, err := Convert([]byte(hello+"  services:\n    - image: nginx\n      name: nginx\n"+tc.extra), Options{})
 		require.Error(t, err, tc.extra)

@@ -120,10 +120,11 @@ func refused(ns, job, message string) error {
 		return nil // full now: it may empty (waitable)
 	case has("failed quota") && has("must specify"):
 		e.Cause = fmt.Sprintf("a ResourceQuota of namespace %s wants every container to state the resources it names, and some do not", ns)
-		e.Fix = fmt.Sprintf("set resources (requests and limits of the brokers) and keygen.resources, or ask for a LimitRange with defaults for the containers the chart gives no resources (kubectl describe resourcequota,limitrange -n %s)", ns)
+		e.Fix = fmt.Sprintf("give them requests and limits (-f values/quota.yaml gives the chart's own containers theirs): %s; or ask for a LimitRange with defaults for containers that state none (kubectl describe resourcequota,limitrange -n %s)",
+			strings.Join(resourceValues(msg), ", "), ns)
 	case has(" usage per Container is") || has(" usage per Pod is") || has("limit to request ratio per") || has("must be less than or equal to"):
 		e.Cause = fmt.Sprintf("a LimitRange of namespace %s refuses the resources of the pods", ns)
-		e.Fix = fmt.Sprintf("set resources (the brokers) and keygen.resources within its bounds (kubectl describe limitrange -n %s), or ask its owner to widen them", ns)
+		e.Fix = fmt.Sprintf("set resources (the brokers), keygen.resources, keygen.sidecarResources and flux.view.resources (mode copy) within its bounds (kubectl describe limitrange -n %s), or ask its owner to widen them", ns)
 	case has("admission webhook") && has("denied the request"):
 		e.Cause = "an admission webhook of the cluster denies the pods"
 		e.Fix = "change the values it objects to (its message says what), or ask the cluster's administrators about its policy (kubectl get validatingwebhookconfigurations,mutatingwebhookconfigurations)"
@@ -134,6 +135,41 @@ func refused(ns, job, message string) error {
 		return nil
 	}
 	return e
+}
+
+// quotaContainers lists the containers in a ResourceQuota's "must specify limits.cpu for: flux,keys; ..." message.
+var quotaContainers = regexp.MustCompile(` for: ([^;]+)`)
+
+// resourceValues names the chart value that gives resources to each container a ResourceQuota's
+// message lists, in the order they first appear.
+func resourceValues(msg string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, m := range quotaContainers.FindAllStringSubmatch(msg, -1) {
+		for _, name := range strings.Split(m[1], ",") {
+			name = strings.TrimSpace(name)
+			if name == "" || seen[name] {
+				continue
+			}
+			seen[name] = true
+			value := fmt.Sprintf("the resources of %s (its entry in sidecars, initContainers or fluxContainers)", name)
+			switch name {
+			case "flux":
+				value = "resources (flux, the brokers)"
+			case "keys":
+				value = "keygen.sidecarResources (keys)"
+			case "flux-view":
+				value = "flux.view.resources (flux-view)"
+			case "keygen":
+				value = "keygen.resources (keygen)"
+			}
+			out = append(out, value)
+		}
+	}
+	if out == nil {
+		out = []string{"resources (the brokers), keygen.resources, keygen.sidecarResources, flux.view.resources"}
+	}
+	return out
 }
 
 // waitable says what a FailedCreate that may pass is, with the fix.

@@ -60,6 +60,11 @@ func TestCreateRefusalsNamed(t *testing.T) {
 			create(t, ns, &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "small"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
 				Type: corev1.LimitTypeContainer, Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}}}}})
 		}, ",resources.limits.cpu=1", 1, []string{"a LimitRange of namespace", "maximum cpu usage per Container is 500m, but limit is 1", "kubectl describe limitrange"}},
+		{"quota-wants-limits", func(t *testing.T, ns string) {
+			create(t, ns, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "compute"},
+				Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceLimitsCPU: resource.MustParse("40"), corev1.ResourceLimitsMemory: resource.MustParse("40Gi")}}})
+		}, ",resources.limits.cpu=1,resources.limits.memory=1Gi,keygen.resources.limits.cpu=100m,keygen.resources.limits.memory=64Mi", 1, []string{"a ResourceQuota of namespace", "must specify limits.cpu for: keys",
+			"keygen.sidecarResources (keys)", "-f values/quota.yaml"}},
 		{"webhook", func(t *testing.T, ns string) {
 			denyingWebhook(t, ns, "the e2e webhook refuses broker pods")
 		}, "", 1, []string{"an admission webhook of the cluster denies the pods", "the e2e webhook refuses broker pods"}},
@@ -229,18 +234,26 @@ func listenInNetns(path, addr string) (net.Listener, error) {
 	return ln, listenErr
 }
 
-// values/restricted.yaml in a namespace that enforces Pod Security "restricted": one install of
-// the MPI image (no Flux; the view mounted) with flux.state, and in it Flux up, jobs as uid 1000,
-// MPICH, OpenMPI (flux-pmix), LAMMPS, the state volume writable, helm test, a resize 2 -> 3;
-// beside it one with the view copied and the REST API, a job on both brokers through the API.
+// values/restricted.yaml and values/quota.yaml in a namespace that enforces Pod Security
+// "restricted" and whose ResourceQuota wants every container's requests and limits (no LimitRange
+// to give defaults): one install of the MPI image (no Flux; the view mounted) with flux.state,
+// and in it Flux up, jobs as uid 1000, MPICH, OpenMPI (flux-pmix), LAMMPS, the state volume
+// writable, helm test, a resize 2 -> 3; beside it one with the view copied and the REST API, a
+// job on both brokers through the API.
 func TestRestricted(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t, "restricted")
 	labelNamespace(t, ns, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
+	create(t, ns, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "compute"}, Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{
+		corev1.ResourceLimitsCPU: resource.MustParse("40"), corev1.ResourceLimitsMemory: resource.MustParse("40Gi"),
+		corev1.ResourceRequestsCPU: resource.MustParse("40"), corev1.ResourceRequestsMemory: resource.MustParse("40Gi")}}})
 	restricted := filepath.Join(repoRoot, "values", "restricted.yaml")
+	quota := filepath.Join(repoRoot, "values", "quota.yaml")
+	// Two cores a broker (limits.cpu): MPI runs 4 ranks on 2 brokers.
+	brokers := "resources.requests.cpu=100m,resources.requests.memory=256Mi,resources.limits.cpu=2,resources.limits.memory=2Gi"
 	r := newRelease(t, ns, "flux-sample", helm4)
-	r.install("-f", restricted, "--set", "image="+mpiImage+",size=2,maxSize=3,sharedMemory=256Mi,"+
-		"flux.state.enabled=true,flux.state.storageClassName="+envOr("E2E_STORAGE_CLASS", "local-path"))
+	r.install("-f", restricted, "-f", quota, "--set", "image="+mpiImage+",size=2,maxSize=3,sharedMemory=256Mi,"+
+		"flux.state.enabled=true,flux.state.storageClassName="+envOr("E2E_STORAGE_CLASS", "local-path")+","+brokers)
 	// Beside it, the view copied (the first mounts it) and the REST API with credentials from
 	// a Secret of the user's (api.existingSecret), with Helm 3.
 	creds := map[string]string{"user": "restricted-user", "token": strings.Repeat("t0ken", 8), "secret-key": strings.Repeat("s3cret", 8)}
@@ -249,7 +262,12 @@ func TestRestricted(t *testing.T) {
 		t.Fatal(err)
 	}
 	copied := newRelease(t, ns, "flux-copy", helm3)
-	copied.install("-f", restricted, "--set", "size=2,maxSize=2,flux.view.mode=copy,api.enabled=true,api.existingSecret=my-api-creds")
+	// With a postStart hook on the broker's container (lifecycle).
+	hooks := filepath.Join(t.TempDir(), "hooks.yaml")
+	if err := os.WriteFile(hooks, []byte("lifecycle: {postStart: {exec: {command: [/bin/sh, -c, 'id -u > /tmp/post-start']}}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	copied.install("-f", restricted, "-f", quota, "-f", hooks, "--set", "size=2,maxSize=2,flux.view.mode=copy,api.enabled=true,api.existingSecret=my-api-creds,"+brokers)
 	if out, code, took := runWaitCLI(t, ns, r.name, "4m"); code != 0 {
 		t.Fatalf("flux-keygen kube wait: exit %d after %s:\n%s", code, took, out)
 	}
@@ -303,6 +321,11 @@ func TestRestricted(t *testing.T) {
 	_ = kube.CoreV1().PersistentVolumeClaims(ns).Delete(context.Background(), r.name+"-state", metav1.DeleteOptions{})
 
 	cpods := up(t, copied, 2, 2)
+	for _, p := range cpods {
+		if out, stderr, err := execIn(ns, p.Name, "flux", "cat", "/tmp/post-start"); err != nil || strings.TrimSpace(out) != "1000" {
+			t.Errorf("%s: the postStart hook's file: %q %v %s", p.Name, out, err, stderr)
+		}
+	}
 	if out, stderr, err := fluxIn(ns, cpods[0].Name, "run", "-N", "2", "id", "-u"); err != nil || strings.Count(out, "1000") != 2 {
 		t.Errorf("view copied: flux run -N 2 id -u: %q %v %s", out, err, stderr)
 	}

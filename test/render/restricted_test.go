@@ -17,36 +17,48 @@ import (
 	"github.com/minicluster/minicluster/internal/helmtest"
 )
 
+// renderedPod is a pod the render makes: a Job's or Deployment's template, or a Pod.
+type renderedPod struct {
+	name string // Kind/name of the object
+	meta *metav1.ObjectMeta
+	spec *corev1.PodSpec
+}
+
+// podsOf are every pod the render makes (Jobs' and Deployments' templates and pods, hooks and
+// helm test included).
+func podsOf(t *testing.T, rendered string) []renderedPod {
+	t.Helper()
+	objs, err := helmtest.DecodeAll(rendered)
+	require.NoError(t, err)
+	var pods []renderedPod
+	for _, o := range objs {
+		name := o.Kind + "/" + o.Name
+		switch v := o.Object.(type) {
+		case *batchv1.Job:
+			pods = append(pods, renderedPod{name, &v.Spec.Template.ObjectMeta, &v.Spec.Template.Spec})
+		case *appsv1.Deployment:
+			pods = append(pods, renderedPod{name, &v.Spec.Template.ObjectMeta, &v.Spec.Template.Spec})
+		case *corev1.Pod:
+			pods = append(pods, renderedPod{name, &v.ObjectMeta, &v.Spec})
+		}
+	}
+	require.GreaterOrEqual(t, len(pods), 3, "the render has the broker Job, the keygen Job and the test pod")
+	return pods
+}
+
 // violations are the "restricted" Pod Security Standard's objections to every pod the render
-// makes (Jobs' and Deployments' templates and pods, hooks and helm test included), by the API server's own
-// PodSecurity checks (k8s.io/pod-security-admission).
+// makes, by the API server's own PodSecurity checks (k8s.io/pod-security-admission).
 func violations(t *testing.T, rendered string) map[string]string {
 	t.Helper()
 	eval, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
 	require.NoError(t, err)
-	objs, err := helmtest.DecodeAll(rendered)
-	require.NoError(t, err)
-	out, pods := map[string]string{}, 0
-	for _, o := range objs {
-		var meta *metav1.ObjectMeta
-		var spec *corev1.PodSpec
-		switch v := o.Object.(type) {
-		case *batchv1.Job:
-			meta, spec = &v.Spec.Template.ObjectMeta, &v.Spec.Template.Spec
-		case *appsv1.Deployment:
-			meta, spec = &v.Spec.Template.ObjectMeta, &v.Spec.Template.Spec
-		case *corev1.Pod:
-			meta, spec = &v.ObjectMeta, &v.Spec
-		default:
-			continue
-		}
-		pods++
-		res := policy.AggregateCheckResults(eval.EvaluatePod(psapi.LevelVersion{Level: psapi.LevelRestricted, Version: psapi.LatestVersion()}, meta, spec))
+	out := map[string]string{}
+	for _, p := range podsOf(t, rendered) {
+		res := policy.AggregateCheckResults(eval.EvaluatePod(psapi.LevelVersion{Level: psapi.LevelRestricted, Version: psapi.LatestVersion()}, p.meta, p.spec))
 		if !res.Allowed {
-			out[o.Kind+"/"+o.Name] = res.ForbiddenReason() + ": " + res.ForbiddenDetail()
+			out[p.name] = res.ForbiddenReason() + ": " + res.ForbiddenDetail()
 		}
 	}
-	require.GreaterOrEqual(t, pods, 3, "the render has the broker Job, the keygen Job and the test pod")
 	return out
 }
 

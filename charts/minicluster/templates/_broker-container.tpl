@@ -127,6 +127,10 @@
       resources:
         {{- toYaml . | nindent 8 }}
       {{- end }}
+      {{- with .Values.lifecycle }}
+      lifecycle:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
       {{- with .Values.securityContext }}
       securityContext:
         {{- toYaml . | nindent 8 }}

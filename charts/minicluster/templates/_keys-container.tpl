@@ -40,6 +40,10 @@
         {{- include "minicluster.restrictedPodSecurity" . | nindent 8 }}
         {{- include "minicluster.restrictedContainerSecurity" . | nindent 8 }}
       terminationMessagePolicy: FallbackToLogsOnError
+      {{- with .Values.keygen.sidecarResources }}
+      resources:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
       volumeMounts:
         - name: keys
           mountPath: /minicluster/keys

@@ -227,6 +227,10 @@ read-only; never the keys. */}}
   resources:
     {{- toYaml . | nindent 4 }}
   {{- end }}
+  {{- with $c.lifecycle }}
+  lifecycle:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
   {{- with ($c.securityContext | default $v.securityContext) }}
   securityContext:
     {{- toYaml . | nindent 4 }}

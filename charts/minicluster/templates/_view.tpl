@@ -53,6 +53,10 @@ volumes by default (1.35 and later), else copy. */}}
         - name: MINICLUSTER_FLUX_VIEW_SOFTWARE
           value: {{ $view.softwarePath | quote }}
       terminationMessagePolicy: FallbackToLogsOnError
+      {{- with $view.resources }}
+      resources:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
       {{- with .Values.securityContext }}
       securityContext:
         {{- toYaml . | nindent 8 }}
