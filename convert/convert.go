@@ -325,6 +325,9 @@ func (c *converter) flux() error {
 		if r := toAny(view.Resources); !isZero(r) {
 			c.set("flux.view.resources", r)
 		}
+		if sc := toAny(view.SecurityContext); !isZero(sc) {
+			c.set("flux.view.securityContext", sc)
+		}
 	}
 	c.addPullSecret(view.ImagePullSecret)
 	if f.ConnectTimeout != "" {

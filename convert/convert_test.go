@@ -243,14 +243,14 @@ func TestConvertFluxContainers(t *testing.T) {
 }
 
 // lifeCycle hooks become Kubernetes lifecycle hooks run with /bin/sh -c, on every kind of
-// container; the view's resources become flux.view.resources; the fields the operator does not
-// act on are accepted.
+// container; the view's resources and securityContext become flux.view's; the fields the
+// operator does not act on are accepted.
 func TestConvertLifecycleAndView(t *testing.T) {
 	hooks := "      lifeCycle:\n        postStartExec: /opt/start.sh\n        preStopExec: flux queue stop --all\n"
 	in := strings.Replace(hello, "      command: echo hello world\n", "      command: echo hello world\n      runFlux: true\n"+hooks+
 		"    - image: x\n      name: side\n      noWrapEntrypoint: true\n"+hooks+
 		"    - image: x\n      name: user\n      command: flux jobs\n"+hooks, 1)
-	in = strings.Replace(in, "  size: 4\n", "  size: 4\n  flux:\n    mungeSecret: mine\n    container:\n      workingDir: /x\n      resources:\n        limits: {memory: 256Mi}\n", 1)
+	in = strings.Replace(in, "  size: 4\n", "  size: 4\n  flux:\n    mungeSecret: mine\n    container:\n      workingDir: /x\n      resources:\n        limits: {memory: 256Mi}\n      securityContext: {runAsUser: 1000}\n", 1)
 	in += "  services:\n    - image: nginx\n      name: web\n" + hooks
 	res, err := Convert([]byte(in), Options{})
 	require.NoError(t, err)
@@ -266,6 +266,7 @@ func TestConvertLifecycleAndView(t *testing.T) {
 	}
 	view := res.Values["flux"].(map[string]any)["view"].(map[string]any)
 	assert.Equal(t, map[string]any{"limits": map[string]any{"memory": "256Mi"}}, view["resources"])
+	assert.Equal(t, map[string]any{"runAsUser": int64(1000)}, view["securityContext"])
 	assert.NotContains(t, res.Values, "munge")
 
 	// They render: the hooks on the containers, the view's resources on its container.
@@ -277,6 +278,7 @@ func TestConvertLifecycleAndView(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 4, strings.Count(out, "- flux queue stop --all"), "the hook on flux, side and user in the broker pod, web in the services pod")
 	assert.Contains(t, out, "memory: 256Mi")
+	assert.Contains(t, out, "runAsUser: 1000")
 }
 
 // spec.services: the chart's services pod, named <name>-services; the operator's name of it

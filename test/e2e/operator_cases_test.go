@@ -382,8 +382,8 @@ spec:
 `
 
 // ownComplete: flux.completeWorkers (a worker whose broker exits ends, successfully, instead
-// of starting its broker again) and pod.automountServiceAccountToken on an interactive
-// MiniCluster, whose workers outlive the lead's command.
+// of starting its broker again), pod.automountServiceAccountToken and a lifeCycle.postStartExec
+// hook on an interactive MiniCluster, whose workers outlive the lead's command.
 const ownComplete = `apiVersion: flux-framework.org/v1alpha2
 kind: MiniCluster
 metadata:
@@ -397,17 +397,24 @@ spec:
     automountServiceAccountToken: true
   containers:
     - image: ubuntu:noble
+      lifeCycle:
+        postStartExec: hostname > /tmp/post-start
 `
 
-// tokenMountedWorkerCompletes checks ownComplete on real Flux: a job on both brokers reads the
-// service account token Kubernetes mounted; then the worker's broker is stopped, and the worker's
-// container ends with 0 (flux.completeWorkers) instead of starting its broker again, while the
-// lead runs on.
+// tokenMountedWorkerCompletes checks ownComplete on real Flux: the postStart hook ran in every
+// broker's container, a job on both brokers reads the service account token Kubernetes mounted;
+// then the worker's broker is stopped, and the worker's container ends with 0
+// (flux.completeWorkers) instead of starting its broker again, while the lead runs on.
 func tokenMountedWorkerCompletes(t *testing.T, r *release, _ []byte) {
 	t.Helper()
 	pods, _, err := brokerPods(r.ns, r.name)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for i, p := range pods {
+		if out, stderr, err := execIn(r.ns, p.Name, "flux", "cat", "/tmp/post-start"); err != nil || strings.TrimSpace(out) != fmt.Sprintf("complete-%d", i) {
+			t.Errorf("%s: the postStartExec hook's file: %q %v %s", p.Name, out, err, stderr)
+		}
 	}
 	out, stderr, err := fluxIn(r.ns, pods[0].Name, "run", "-N2", "-n2", "sh", "-c",
 		"test -s /var/run/secrets/kubernetes.io/serviceaccount/token && echo token on $(hostname)")

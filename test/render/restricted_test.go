@@ -113,6 +113,8 @@ func TestRestrictedRejects(t *testing.T) {
 			[]string{"initContainers[0].securityContext (container prep): allowPrivilegeEscalation must be false"}},
 		{"flux container", []string{"fluxContainers[0].name=q", "fluxContainers[0].image=app", "fluxContainers[0].command=x", "fluxContainers[0].securityContext.runAsUser=0"},
 			[]string{"fluxContainers[0].securityContext (container q): runAsUser 0 (root) is forbidden"}},
+		{"view copy", []string{"flux.view.mode=copy", "flux.view.securityContext.runAsUser=0"},
+			[]string{"flux.view.securityContext (the flux-view container): runAsUser 0 (root) is forbidden"}},
 		{"service", []string{"services[0].name=web", "services[0].image=nginx"},
 			[]string{"services[0].securityContext (container web): allowPrivilegeEscalation must be false"}},
 		{"sidecar", []string{"sidecars[0].name=log", "sidecars[0].image=busybox", "sidecars[0].securityContext.allowPrivilegeEscalation=false"},

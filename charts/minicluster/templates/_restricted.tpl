@@ -23,7 +23,10 @@ test) are restricted always.
 {{- range $i, $c := .Values.sidecars -}}
 {{- $containers = append $containers (dict "what" (printf "sidecars[%d].securityContext (container %s)" $i $c.name) "sc" ($c.securityContext | default dict)) -}}
 {{- end -}}
-{{- /* A Flux container without a securityContext of its own runs with the broker's (checked above). */ -}}
+{{- /* The view's container and a Flux container without a securityContext of their own run with the broker's (checked above). */ -}}
+{{- with .Values.flux.view.securityContext -}}
+{{- $containers = append $containers (dict "what" "flux.view.securityContext (the flux-view container)" "sc" .) -}}
+{{- end -}}
 {{- range $i, $c := .Values.fluxContainers -}}
 {{- with $c.securityContext -}}
 {{- $containers = append $containers (dict "what" (printf "fluxContainers[%d].securityContext (container %s)" $i $c.name) "sc" .) -}}

@@ -57,7 +57,7 @@ volumes by default (1.35 and later), else copy. */}}
       resources:
         {{- toYaml . | nindent 8 }}
       {{- end }}
-      {{- with .Values.securityContext }}
+      {{- with ($view.securityContext | default .Values.securityContext) }}
       securityContext:
         {{- toYaml . | nindent 8 }}
       {{- end }}
