@@ -464,12 +464,12 @@ func (c *converter) containers(size int) error {
 			if err := c.runnerContainer(at, ct, size); err != nil {
 				return err
 			}
-			if len(env) > 0 || len(c.mc.Spec.Flux.Environment) > 0 {
-				var all []any
-				for _, k := range sortedKeys(c.mc.Spec.Flux.Environment) {
-					all = append(all, map[string]any{"name": k, "value": c.mc.Spec.Flux.Environment[k]})
-				}
-				c.set("env", append(all, env...))
+			var all []any
+			for _, k := range sortedKeys(c.mc.Spec.Flux.Environment) {
+				all = append(all, map[string]any{"name": k, "value": c.mc.Spec.Flux.Environment[k]})
+			}
+			if all = withPythonPath(append(all, env...), c.mc.Spec.Flux.Container.PythonPath); len(all) > 0 {
+				c.set("env", all)
 			}
 			if len(mounts) > 0 {
 				c.set("volumeMounts", mounts)
@@ -799,6 +799,23 @@ func (c *converter) operatorSettings(ct miniClusterContainer) {
 			c.set("batch.outputDir", ct.Logs)
 		}
 	}
+}
+
+// withPythonPath is env with dir appended to its PYTHONPATH, as the operator's flux.container.pythonPath
+// does for Flux's processes (the chart's own start puts the view's site-packages first).
+func withPythonPath(env []any, dir string) []any {
+	if dir = strings.TrimSpace(dir); dir == "" {
+		return env
+	}
+	for _, e := range env {
+		if m := e.(map[string]any); m["name"] == "PYTHONPATH" {
+			if v, ok := m["value"].(string); ok && v != "" {
+				m["value"] = v + ":" + dir
+				return env
+			}
+		}
+	}
+	return append(env, map[string]any{"name": "PYTHONPATH", "value": dir})
 }
 
 // HasCommands mirrors the operator's MiniClusterContainer.HasCommands.

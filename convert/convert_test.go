@@ -41,7 +41,7 @@ func TestConvertRefuses(t *testing.T) {
 		{"size negative", strings.Replace(hello, "size: 4", "size: -1", 1), []string{"spec.size -1"}},
 		{"maxSize below size", strings.Replace(hello, "size: 4", "size: 4\n  maxSize: 2", 1), []string{"spec.maxSize 2"}},
 		{"refused field", strings.Replace(hello, "size: 4", "size: 4\n  minSize: 2", 1), []string{"spec.minSize:", "set size"}},
-		{"refused nested field", strings.Replace(hello, "size: 4", "size: 4\n  flux:\n    container:\n      pythonPath: /opt/py", 1), []string{"spec.flux.container.pythonPath:", "PYTHONPATH"}},
+		{"refused nested field", strings.Replace(hello, "size: 4", "size: 4\n  flux:\n    container:\n      name: view", 1), []string{"spec.flux.container.name:", "flux-view"}},
 		{"minimal service with a tree", strings.Replace(hello, "size: 4", "size: 4\n  flux:\n    minimalService: true\n    topology: kary:2", 1), []string{"spec.flux.minimalService", `topology "kary:2"`}},
 		{"wrap with spaces", strings.Replace(hello, "size: 4", "size: 4\n  flux:\n    wrap: strace -f", 1), []string{`spec.flux.wrap "strace -f"`, "strace,-f"}},
 		{"no name", strings.Replace(hello, "name: flux-sample", "name: \"\"", 1), []string{"metadata.name is empty"}},
@@ -250,7 +250,7 @@ func TestConvertLifecycleAndView(t *testing.T) {
 	in := strings.Replace(hello, "      command: echo hello world\n", "      command: echo hello world\n      runFlux: true\n"+hooks+
 		"    - image: x\n      name: side\n      noWrapEntrypoint: true\n"+hooks+
 		"    - image: x\n      name: user\n      command: flux jobs\n"+hooks, 1)
-	in = strings.Replace(in, "  size: 4\n", "  size: 4\n  flux:\n    mungeSecret: mine\n    container:\n      workingDir: /x\n      resources:\n        limits: {memory: 256Mi}\n      securityContext: {runAsUser: 1000}\n", 1)
+	in = strings.Replace(in, "  size: 4\n", "  size: 4\n  flux:\n    mungeSecret: mine\n    container:\n      workingDir: /x\n      resources:\n        limits: {memory: 256Mi}\n      securityContext: {runAsUser: 1000}\n      pythonPath: /opt/py\n", 1)
 	in += "  services:\n    - image: nginx\n      name: web\n" + hooks
 	res, err := Convert([]byte(in), Options{})
 	require.NoError(t, err)
@@ -268,6 +268,7 @@ func TestConvertLifecycleAndView(t *testing.T) {
 	assert.Equal(t, map[string]any{"limits": map[string]any{"memory": "256Mi"}}, view["resources"])
 	assert.Equal(t, map[string]any{"runAsUser": int64(1000)}, view["securityContext"])
 	assert.NotContains(t, res.Values, "munge")
+	assert.Equal(t, []any{map[string]any{"name": "PYTHONPATH", "value": "/opt/py"}}, res.Values["env"])
 
 	// They render: the hooks on the containers, the view's resources on its container.
 	got, err := Write(res)
@@ -279,6 +280,13 @@ func TestConvertLifecycleAndView(t *testing.T) {
 	assert.Equal(t, 4, strings.Count(out, "- flux queue stop --all"), "the hook on flux, side and user in the broker pod, web in the services pod")
 	assert.Contains(t, out, "memory: 256Mi")
 	assert.Contains(t, out, "runAsUser: 1000")
+
+	// A PYTHONPATH of the container's own comes first, as the operator's start script has it.
+	own := strings.Replace(hello, "      command: echo hello world\n", "      command: echo hello world\n      environment: {PYTHONPATH: /mine}\n", 1)
+	own = strings.Replace(own, "  size: 4\n", "  size: 4\n  flux:\n    container:\n      pythonPath: /opt/py\n", 1)
+	res, err = Convert([]byte(own), Options{})
+	require.NoError(t, err)
+	assert.Equal(t, []any{map[string]any{"name": "PYTHONPATH", "value": "/mine:/opt/py"}}, res.Values["env"])
 }
 
 // spec.services: the chart's services pod, named <name>-services; the operator's name of it

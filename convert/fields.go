@@ -58,7 +58,7 @@ var Fields = []Field{
 	{Path: "spec.flux.container.imagePullSecret", Status: Mapped, Values: "imagePullSecrets"},
 	{Path: "spec.flux.container.name", Status: Refused, Default: "flux-view", Why: "the chart names the view's container flux-view; drop it"},
 	{Path: "spec.flux.container.workingDir", Status: Same, Why: "the view's container only copies Flux: its working directory changes nothing"},
-	{Path: "spec.flux.container.pythonPath", Status: Refused, Why: "the chart runs Flux with the view's own Python; set PYTHONPATH in the container's environment if you need more"},
+	{Path: "spec.flux.container.pythonPath", Status: Mapped, Values: "env (PYTHONPATH)", Why: "appended to the application container's PYTHONPATH, as the operator appends it; the view's own site-packages stay first, where the operator leaves them out when this is set"},
 	{Path: "spec.flux.container.resources", Status: Mapped, Values: "flux.view.resources", Why: "the container that copies the view into each pod (flux.view.mode copy); where Kubernetes mounts the view as an image volume there is no such container"},
 	{Path: "spec.flux.container.securityContext", Status: Mapped, Values: "flux.view.securityContext", Why: "the container that copies the view (flux.view.mode copy); without it, it runs with the application container's"},
 	{Path: "spec.flux.arch", Status: Same, Why: "the chart downloads nothing at run time: the images' architecture is the node's"},
