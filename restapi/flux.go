@@ -153,24 +153,62 @@ func (f *Flux) Exists(ctx context.Context, id uint64) error {
 // ok is false then.
 func (f *Flux) Output(ctx context.Context, id uint64, follow bool, each func(string) error) (ok bool, err error) {
 	jobid := strconv.FormatUint(id, 10)
-	args := []string{"job", "eventlog", "--format=json", "--path=output", jobid}
-	if follow {
-		// Wait for the job to start. wait-event fails for a job that ended without starting:
-		// then there is no output.
-		if _, err := f.run(ctx, nil, "job", "wait-event", "--quiet", jobid, "start"); err != nil {
-			if errors.Is(err, ErrNotFound) {
-				return false, err
-			}
-			return false, nil
-		}
-		// flux job eventlog --follow --path=output crashes in flux-core 0.88 (the output
-		// eventlog has no end event, and it compares event names with that NULL). wait-event
-		// --verbose prints every event until the one it waits for; waiting for one that never
-		// comes prints them all and ends, with "never received", when the output ends.
-		// --waitcreate (as flux job attach watches it) waits for an output eventlog that is not
-		// there yet; job-info drops it once the job has ended, so a job without one ends it.
-		args = []string{"job", "wait-event", "--waitcreate", "--verbose", "--format=json", "--path=output", jobid, noSuchEvent}
+	if !follow {
+		return f.output(ctx, []string{"job", "eventlog", "--format=json", "--path=output", jobid}, id, false, 0, nil, each)
 	}
+	// Wait for the job to start. wait-event fails for a job that ended without starting: then
+	// there is no output.
+	if _, err := f.run(ctx, nil, "job", "wait-event", "--quiet", jobid, "start"); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return false, err
+		}
+		return false, nil
+	}
+	// flux job eventlog --follow --path=output crashes in flux-core 0.88 (the output eventlog has
+	// no end event, and it compares event names with that NULL). wait-event --verbose prints
+	// every event until the one it waits for; waiting for one that never comes prints them all.
+	// --waitcreate (as flux job attach watches it) waits for an output eventlog that is not there
+	// yet. The stream ends, as attach's does, once every stream of every rank has said eof; where
+	// that never comes (a job shell lost with its node), once the job is clean and the watch has
+	// not ended by itself within outputGrace: the KVS watch of a guest namespace that is removed
+	// just as it is asked for can wait for that namespace for good. The rest of the output is then
+	// read from the eventlog the job left in the main namespace.
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	stalled := make(chan struct{})
+	go func() {
+		if _, err := f.run(watchCtx, nil, "job", "wait-event", "--quiet", jobid, "clean"); err != nil {
+			return
+		}
+		select {
+		case <-time.After(outputGrace):
+			close(stalled)
+			stopWatch()
+		case <-watchCtx.Done():
+		}
+	}()
+	args := []string{"job", "wait-event", "--waitcreate", "--verbose", "--format=json", "--path=output", jobid, noSuchEvent}
+	seen := 0
+	ok, err = f.output(watchCtx, args, id, true, 0, &seen, each)
+	select {
+	case <-stalled:
+		if ctx.Err() != nil {
+			return ok, ctx.Err()
+		}
+		rest, err := f.output(ctx, []string{"job", "eventlog", "--format=json", "--path=output", jobid}, id, false, seen, nil, each)
+		return ok || rest, err
+	default:
+		return ok, err
+	}
+}
+
+// outputGrace is how long a followed output may go on once its job is clean (see Output).
+var outputGrace = time.Second
+
+// output runs a flux command that prints output events as JSON lines and calls each for the
+// data of those after the first skip. follow: the command is wait-event for noSuchEvent, and it
+// is stopped once every stream has said eof. seen, if not nil, counts the events read.
+func (f *Flux) output(ctx context.Context, args []string, id uint64, follow bool, skip int, seen *int, each func(string) error) (ok bool, err error) {
 	c := f.cmd(ctx, args...)
 	var stderr bytes.Buffer
 	c.Stderr = &stderr
@@ -184,30 +222,66 @@ func (f *Flux) Output(ctx context.Context, id uint64, follow bool, each func(str
 	scan := bufio.NewScanner(stdout)
 	scan.Buffer(make([]byte, 64*1024), 16*1024*1024)
 	var cbErr error
+	events, streams, eofs := 0, -1, 0
 	for scan.Scan() {
 		var ev struct {
 			Name    string `json:"name"`
 			Context struct {
-				Data *string `json:"data"`
+				Data  *string        `json:"data"`
+				EOF   bool           `json:"eof"`
+				Count map[string]int `json:"count"`
 			} `json:"context"`
 		}
-		if json.Unmarshal(scan.Bytes(), &ev) != nil || ev.Name != "data" || ev.Context.Data == nil {
+		if json.Unmarshal(scan.Bytes(), &ev) != nil {
 			continue
 		}
-		ok = true
-		if cbErr = each(*ev.Context.Data); cbErr != nil {
+		events++
+		if seen != nil {
+			*seen = events
+		}
+		if events <= skip {
+			continue
+		}
+		switch ev.Name {
+		case "header":
+			// The count of each stream's writers (one a rank): as many eofs end the output.
+			n := 0
+			for _, c := range ev.Context.Count {
+				n += c
+			}
+			if n > 0 {
+				streams = n
+			}
+		case "data":
+			if ev.Context.Data != nil {
+				ok = true
+				if cbErr = each(*ev.Context.Data); cbErr != nil {
+					break
+				}
+			}
+			if ev.Context.EOF {
+				eofs++
+			}
+		}
+		if cbErr != nil || follow && streams >= 0 && eofs >= streams {
 			break
 		}
 	}
-	if cbErr != nil {
+	if cbErr != nil || follow && streams >= 0 && eofs >= streams {
 		_ = c.Process.Kill()
 		_, _ = io.Copy(io.Discard, stdout)
 		_ = c.Wait()
-		return ok, cbErr
+		if cbErr != nil {
+			return ok, cbErr
+		}
+		return true, nil
 	}
 	if err := c.Wait(); err != nil {
 		if follow && strings.Contains(stderr.String(), "'"+noSuchEvent+"' never received") {
 			return true, nil
+		}
+		if ctx.Err() != nil {
+			return ok, ctx.Err()
 		}
 		ferr := fluxError(args, stderr.String(), err)
 		if errors.Is(ferr, ErrNotFound) {
@@ -219,7 +293,7 @@ func (f *Flux) Output(ctx context.Context, id uint64, follow bool, each func(str
 			if err := f.Exists(ctx, id); err != nil {
 				return false, err
 			}
-			return false, nil
+			return ok, nil
 		}
 		return ok, ferr
 	}
