@@ -223,6 +223,7 @@ func (f *Flux) output(ctx context.Context, args []string, id uint64, follow bool
 	scan.Buffer(make([]byte, 64*1024), 16*1024*1024)
 	var cbErr error
 	events, streams, eofs := 0, -1, 0
+	done := func() bool { return cbErr != nil || follow && streams >= 0 && eofs >= streams }
 	for scan.Scan() {
 		var ev struct {
 			Name    string `json:"name"`
@@ -255,19 +256,17 @@ func (f *Flux) output(ctx context.Context, args []string, id uint64, follow bool
 		case "data":
 			if ev.Context.Data != nil {
 				ok = true
-				if cbErr = each(*ev.Context.Data); cbErr != nil {
-					break
-				}
+				cbErr = each(*ev.Context.Data)
 			}
 			if ev.Context.EOF {
 				eofs++
 			}
 		}
-		if cbErr != nil || follow && streams >= 0 && eofs >= streams {
+		if done() {
 			break
 		}
 	}
-	if cbErr != nil || follow && streams >= 0 && eofs >= streams {
+	if done() {
 		_ = c.Process.Kill()
 		_, _ = io.Copy(io.Discard, stdout)
 		_ = c.Wait()
