@@ -41,16 +41,21 @@ start=$SECONDS
 logs() { "$KUBECTL" -n kueue-system logs deployment/kueue-controller-manager --tail=30 >&2 || true; }
 ready() { "$KUBECTL" -n kueue-system rollout status deployment/kueue-controller-manager --timeout="$1" >/dev/null; }
 filled() { [[ -n $("$KUBECTL" -n kueue-system get secret kueue-webhook-server-cert -o jsonpath='{.data.tls\.crt}' 2>/dev/null) ]]; }
+# within SECONDS COMMAND...: true once COMMAND succeeds, asked every second; false after SECONDS.
+within() {
+	local t
+	for ((t = 0; t < $1; t++)); do
+		"${@:2}" && return 0
+		sleep 1
+	done
+	return 1
+}
 
 # Kueue's first pod writes its webhook certificate into a Secret, then stays not ready until the
 # Secret's volume in the pod shows it, which the kubelet refreshes only on its sync period: 95 s
 # here, more than 180 s on a busy machine. A pod started once the Secret is filled finds the
 # certificate at once, so restart it then unless it is already ready (Recreate: never two Kueues).
-for ((t = 0; t < 180; t++)); do
-	filled && break
-	sleep 1
-done
-filled || { logs; die "Kueue wrote no certificate into Secret kueue-system/kueue-webhook-server-cert in 180 s; kubectl -n kueue-system describe pods"; }
+within 180 filled || { logs; die "Kueue wrote no certificate into Secret kueue-system/kueue-webhook-server-cert in 180 s; kubectl -n kueue-system describe pods"; }
 if ! ready 5s 2>/dev/null; then
 	"$KUBECTL" -n kueue-system rollout restart deployment/kueue-controller-manager >/dev/null
 fi
@@ -73,13 +78,5 @@ spec:
 YAML
 )
 answers() { got=$("$KUBECTL" create --dry-run=server -o jsonpath='{.spec.suspend}' -f - <<<"$probe" 2>&1) && [[ $got == true ]]; }
-wait_answer() {
-	local t
-	for ((t = 0; t < $1; t++)); do
-		answers && return 0
-		sleep 1
-	done
-	return 1
-}
-wait_answer 120 || die "the webhook did not answer in 120 s (last: $got); kubectl -n kueue-system logs deployment/kueue-controller-manager"
+within 120 answers || die "the webhook did not answer in 120 s (last: $got); kubectl -n kueue-system logs deployment/kueue-controller-manager"
 echo "kueue: $VERSION running, its webhook answers ($((SECONDS - start)) s after apply); queue a Job with the label kueue.x-k8s.io/queue-name=<LocalQueue>"

@@ -124,7 +124,7 @@ func refused(ns, job, message string) error {
 			strings.Join(resourceValues(msg), ", "), ns)
 	case has(" usage per Container is") || has(" usage per Pod is") || has("limit to request ratio per") || has("must be less than or equal to"):
 		e.Cause = fmt.Sprintf("a LimitRange of namespace %s refuses the resources of the pods", ns)
-		e.Fix = fmt.Sprintf("set resources (the brokers), keygen.resources, keygen.sidecarResources and flux.view.resources (mode copy) within its bounds (kubectl describe limitrange -n %s), or ask its owner to widen them", ns)
+		e.Fix = fmt.Sprintf("set %s within its bounds (kubectl describe limitrange -n %s), or ask its owner to widen them", everyResourceValue, ns)
 	case has("admission webhook") && has("denied the request"):
 		e.Cause = "an admission webhook of the cluster denies the pods"
 		e.Fix = "change the values it objects to (its message says what), or ask the cluster's administrators about its policy (kubectl get validatingwebhookconfigurations,mutatingwebhookconfigurations)"
@@ -136,6 +136,9 @@ func refused(ns, job, message string) error {
 	}
 	return e
 }
+
+// everyResourceValue names the values that give the chart's containers their resources.
+const everyResourceValue = "resources (the brokers), keygen.resources, keygen.sidecarResources and flux.view.resources (mode copy)"
 
 // quotaContainers lists the containers in a ResourceQuota's "must specify limits.cpu for: flux,keys; ..." message.
 var quotaContainers = regexp.MustCompile(` for: ([^;]+)`)
@@ -167,7 +170,7 @@ func resourceValues(msg string) []string {
 		}
 	}
 	if out == nil {
-		out = []string{"resources (the brokers), keygen.resources, keygen.sidecarResources, flux.view.resources"}
+		out = []string{everyResourceValue}
 	}
 	return out
 }
