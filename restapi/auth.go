@@ -2,6 +2,7 @@ package restapi
 
 import (
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
@@ -42,19 +43,19 @@ func ReadCredentials(dir string) (Credentials, error) {
 var b64 = base64.RawURLEncoding
 
 // signJWT makes an HS256 JWT of claims.
-func signJWT(claims map[string]any, key string) (string, error) {
+func signJWT(claims map[string]any, key []byte) (string, error) {
 	payload, err := json.Marshal(claims)
 	if err != nil {
 		return "", err
 	}
 	head := b64.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." + b64.EncodeToString(payload)
-	mac := hmac.New(sha256.New, []byte(key))
+	mac := hmac.New(sha256.New, key)
 	mac.Write([]byte(head))
 	return head + "." + b64.EncodeToString(mac.Sum(nil)), nil
 }
 
 // verifyJWT checks an HS256 JWT's signature (in constant time) and expiry, and returns its claims.
-func verifyJWT(token, key string, now time.Time) (map[string]any, error) {
+func verifyJWT(token string, key []byte, now time.Time) (map[string]any, error) {
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
 		return nil, errors.New("not a JWT")
@@ -73,10 +74,10 @@ func verifyJWT(token, key string, now time.Time) (map[string]any, error) {
 	if err != nil {
 		return nil, errors.New("not a JWT: bad signature encoding")
 	}
-	mac := hmac.New(sha256.New, []byte(key))
+	mac := hmac.New(sha256.New, key)
 	mac.Write([]byte(parts[0] + "." + parts[1]))
 	if !hmac.Equal(sig, mac.Sum(nil)) {
-		return nil, errors.New("JWT signature does not match the secret key")
+		return nil, errors.New("JWT signature does not match")
 	}
 	pb, err := b64.DecodeString(parts[1])
 	if err != nil {
@@ -97,12 +98,34 @@ func equal(a, b string) bool {
 	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
 }
 
+// MaxTokenLifetime caps how long an access token may be valid: a token that leaks is good
+// for this long at most.
+const MaxTokenLifetime = 24 * time.Hour
+
 // Authenticator checks requests against one set of credentials.
 type Authenticator struct {
 	Creds Credentials
-	// TokenLifetime is how long an access token from /v1/token is valid.
+	// SigningKey signs and checks the access tokens of /v1/token. It is not the secret key,
+	// which every client holds to ask for tokens: with it a client could mint an access token
+	// of any lifetime. NewAuthenticator draws it at random, so it lives only in the server's
+	// memory and a restarted server refuses every earlier token.
+	SigningKey []byte
+	// TokenLifetime is how long an access token from /v1/token is valid (at most
+	// MaxTokenLifetime).
 	TokenLifetime time.Duration
 	Now           func() time.Time
+}
+
+// NewAuthenticator checks the lifetime and draws a signing key no client ever sees.
+func NewAuthenticator(creds Credentials, lifetime time.Duration) (*Authenticator, error) {
+	if lifetime <= 0 || lifetime > MaxTokenLifetime {
+		return nil, fmt.Errorf("token lifetime %s: give a duration above 0 and at most %s", lifetime, MaxTokenLifetime)
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("drawing the access tokens' signing key: %w", err)
+	}
+	return &Authenticator{Creds: creds, SigningKey: key, TokenLifetime: lifetime}, nil
 }
 
 func (a *Authenticator) now() time.Time {
@@ -125,9 +148,9 @@ func (a *Authenticator) Exchange(authorization string) (string, error) {
 		if !ok {
 			return "", errors.New("no credentials: send Authorization: Bearer <JWT of user, pass, scope signed with the secret key>, or Basic user:token")
 		}
-		claims, err := verifyJWT(strings.TrimSpace(raw), a.Creds.SecretKey, a.now())
+		claims, err := verifyJWT(strings.TrimSpace(raw), []byte(a.Creds.SecretKey), a.now())
 		if err != nil {
-			return "", err
+			return "", fmt.Errorf("the token request: %w (sign it with the secret key)", err)
 		}
 		user, _ := claims["user"].(string)
 		pass, _ := claims["pass"].(string)
@@ -142,7 +165,7 @@ func (a *Authenticator) Exchange(authorization string) (string, error) {
 		"sub":   a.Creds.User,
 		"scope": "access",
 		"exp":   a.now().Add(a.TokenLifetime).Unix(),
-	}, a.Creds.SecretKey)
+	}, a.SigningKey)
 }
 
 // Check accepts an access token from Exchange (Bearer) or Basic user:token.
@@ -160,17 +183,23 @@ func (a *Authenticator) Check(authorization string) error {
 	if !ok {
 		return errors.New("unsupported Authorization scheme: use Bearer or Basic")
 	}
-	claims, err := verifyJWT(strings.TrimSpace(raw), a.Creds.SecretKey, a.now())
+	claims, err := verifyJWT(strings.TrimSpace(raw), a.SigningKey, a.now())
 	if err != nil {
-		return err
+		return fmt.Errorf("not an access token of this server (%w): ask for one (POST /v1/token)", err)
 	}
 	sub, _ := claims["sub"].(string)
 	scope, _ := claims["scope"].(string)
 	if scope != "access" || !equal(sub, a.Creds.User) {
 		return errors.New("not an access token of this server: ask for one (POST /v1/token)")
 	}
-	if _, ok := claims["exp"].(float64); !ok {
+	exp, ok := claims["exp"].(float64)
+	if !ok {
 		return errors.New("the access token has no expiry")
+	}
+	// Only this server signs access tokens, and never for longer: one that claims more was
+	// not made here.
+	if time.Unix(int64(exp), 0).After(a.now().Add(a.TokenLifetime)) {
+		return fmt.Errorf("the access token is valid for longer than this server gives (%s): ask for a new one (POST /v1/token)", a.TokenLifetime)
 	}
 	return nil
 }

@@ -120,7 +120,7 @@ func (s *Server) authed(h http.HandlerFunc) http.Handler {
 
 func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	if s.Auth == nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"Message": "authentication is off on this server (api.auth.enabled=false): no token is needed"})
+		writeJSON(w, http.StatusBadRequest, map[string]any{"Message": "authentication is off on this server (api.requireAuth=false): no token is needed"})
 		return
 	}
 	tok, err := s.Auth.Exchange(r.Header.Get("Authorization"))

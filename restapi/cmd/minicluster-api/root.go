@@ -61,7 +61,7 @@ there). A request without valid credentials gets 401.`,
 	f.StringVar(&o.workdir, "workdir", "", "a job's working directory when the request gives none (default: this program's)")
 	f.StringVar(&o.stopMarker, "stop-marker", "", "file written when /v1/service/stop stops Flux")
 	f.StringVar(&o.hosts, "hosts", "", "the hostlist of every broker the instance's resources hold (RFC 29, e.g. flux-sample-[0-15]): a job asking for more nodes is refused")
-	f.DurationVar(&o.tokenLifetime, "token-lifetime", 8*time.Hour, "how long an access token from /v1/token is valid")
+	f.DurationVar(&o.tokenLifetime, "token-lifetime", 8*time.Hour, "how long an access token from /v1/token is valid (at most 24h)")
 	return cmd
 }
 
@@ -93,7 +93,9 @@ func serve(ctx context.Context, o options) error {
 		if err != nil {
 			return err
 		}
-		s.Auth = &restapi.Authenticator{Creds: creds, TokenLifetime: o.tokenLifetime}
+		if s.Auth, err = restapi.NewAuthenticator(creds, o.tokenLifetime); err != nil {
+			return fmt.Errorf("--token-lifetime: %w", err)
+		}
 	}
 	srv := &http.Server{
 		Handler:           s.Handler(),
