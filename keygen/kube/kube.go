@@ -56,6 +56,9 @@ type Options struct {
 	// Munge also creates the munge key Secret MungeName (default <release>-munge).
 	Munge     bool
 	MungeName string
+	// APIName, when set, is the Secret of the chart's API credentials (user, token,
+	// secret-key), made here so that they never enter Helm's release record.
+	APIName string
 	// Hostname and Version go into the certificate's metadata; Now is its time (default time.Now).
 	Hostname string
 	Version  string
@@ -91,10 +94,13 @@ func (o *Options) Validate() error {
 	if o.Storage != StorageSecret && o.Storage != StorageConfigMap {
 		return fmt.Errorf("--storage %q: want Secret or ConfigMap", o.Storage)
 	}
-	if o.SkipCurve && !o.Munge {
-		return errors.New("nothing to do: --skip-curve without --munge")
+	if o.SkipCurve && !o.Munge && o.APIName == "" {
+		return errors.New("nothing to do: --skip-curve without --munge or --api-name")
 	}
-	for _, n := range []string{o.CurveName, o.MungeName} {
+	for _, n := range []string{o.CurveName, o.MungeName, o.APIName} {
+		if n == "" {
+			continue
+		}
 		if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 {
 			return fmt.Errorf("object name %q is not valid: %s", n, errs[0])
 		}
@@ -120,6 +126,13 @@ func Run(ctx context.Context, client kubernetes.Interface, opts Options, log io.
 	}
 	if opts.Munge {
 		r, err := ensureMunge(ctx, client, opts, log)
+		if err != nil {
+			return results, err
+		}
+		results = append(results, r)
+	}
+	if opts.APIName != "" {
+		r, err := ensureAPI(ctx, client, opts, log)
 		if err != nil {
 			return results, err
 		}
@@ -182,7 +195,7 @@ func ensureCurve(ctx context.Context, client kubernetes.Interface, opts Options,
 			return fetched{meta: cm, data: []byte(cm.Data[CertKey]), fill: fill}, nil
 		}
 	} else {
-		o.create, o.get = secretCreateGet(ctx, client, meta, CertKey, data)
+		o.create, o.get = secretCreateGet(ctx, client, meta, CertKey, map[string][]byte{CertKey: data})
 	}
 	o.check = func(existing []byte) (string, error) {
 		if len(existing) == 0 {
@@ -203,7 +216,7 @@ func ensureMunge(ctx context.Context, client kubernetes.Interface, opts Options,
 		return Result{}, fmt.Errorf("reading %d random bytes for the munge key: %w", MungeKeySize, err)
 	}
 	o := object{kind: StorageSecret, name: opts.MungeName, opts: opts}
-	o.create, o.get = secretCreateGet(ctx, client, objectMeta(opts, opts.MungeName, "munge"), MungeKey, key)
+	o.create, o.get = secretCreateGet(ctx, client, objectMeta(opts, opts.MungeName, "munge"), MungeKey, map[string][]byte{MungeKey: key})
 	o.check = func(existing []byte) (string, error) {
 		if len(existing) != MungeKeySize {
 			return "", fmt.Errorf("its %s is %d bytes, want %d", MungeKey, len(existing), MungeKeySize)
@@ -213,11 +226,60 @@ func ensureMunge(ctx context.Context, client kubernetes.Interface, opts Options,
 	return o.ensure(log, fmt.Sprintf("%s, %d random bytes", MungeKey, MungeKeySize))
 }
 
-// secretCreateGet returns the create and get calls of an Opaque Secret holding data under key.
-func secretCreateGet(ctx context.Context, client kubernetes.Interface, meta metav1.ObjectMeta, key string, data []byte) (func() error, func() (fetched, error)) {
+// The API's credentials: the user the chart's NOTES and docs name, and random token and secret
+// key, of the lengths and alphabet the chart made them with before.
+const (
+	APIUser         = "flux"
+	apiTokenLen     = 40
+	apiSecretKeyLen = 64
+	// FilledBy marks a Secret whose data flux-keygen wrote (the chart then renders none).
+	FilledBy = "minicluster.dev/filled-by"
+)
+
+func ensureAPI(ctx context.Context, client kubernetes.Interface, opts Options, log io.Writer) (Result, error) {
+	token, err := randomAlnum(apiTokenLen)
+	if err != nil {
+		return Result{}, err
+	}
+	secretKey, err := randomAlnum(apiSecretKeyLen)
+	if err != nil {
+		return Result{}, err
+	}
+	data := map[string][]byte{"user": []byte(APIUser), "token": []byte(token), "secret-key": []byte(secretKey)}
+	meta := objectMeta(opts, opts.APIName, "api")
+	meta.Annotations[FilledBy] = "flux-keygen"
+	o := object{kind: StorageSecret, name: opts.APIName, opts: opts}
+	o.create, o.get = secretCreateGet(ctx, client, meta, "token", data)
+	o.check = func(existing []byte) (string, error) {
+		return "API token", nil
+	}
+	return o.ensure(log, "the API's user, token and secret key")
+}
+
+// randomAlnum draws n letters and digits from crypto/rand, without bias.
+func randomAlnum(n int) (string, error) {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	out := make([]byte, 0, n)
+	buf := make([]byte, 2*n)
+	for len(out) < n {
+		if _, err := rand.Read(buf); err != nil {
+			return "", fmt.Errorf("reading random bytes for the API's credentials: %w", err)
+		}
+		for _, b := range buf {
+			if int(b) < 256/len(alphabet)*len(alphabet) && len(out) < n {
+				out = append(out, alphabet[int(b)%len(alphabet)])
+			}
+		}
+	}
+	return string(out), nil
+}
+
+// secretCreateGet returns the create and get calls of an Opaque Secret holding data; primary is
+// the key whose presence says the Secret is filled.
+func secretCreateGet(ctx context.Context, client kubernetes.Interface, meta metav1.ObjectMeta, primary string, data map[string][]byte) (func() error, func() (fetched, error)) {
 	secrets := client.CoreV1().Secrets(meta.Namespace)
 	create := func() error {
-		s := &corev1.Secret{ObjectMeta: meta, Type: corev1.SecretTypeOpaque, Data: map[string][]byte{key: data}}
+		s := &corev1.Secret{ObjectMeta: meta, Type: corev1.SecretTypeOpaque, Data: data}
 		_, err := secrets.Create(ctx, s, metav1.CreateOptions{})
 		return err
 	}
@@ -230,11 +292,19 @@ func secretCreateGet(ctx context.Context, client kubernetes.Interface, meta meta
 			if s.Data == nil {
 				s.Data = map[string][]byte{}
 			}
-			s.Data[key] = data
+			for k, v := range data {
+				s.Data[k] = v
+			}
+			if v, ok := meta.Annotations[FilledBy]; ok {
+				if s.Annotations == nil {
+					s.Annotations = map[string]string{}
+				}
+				s.Annotations[FilledBy] = v
+			}
 			_, err := secrets.Update(ctx, s, metav1.UpdateOptions{})
 			return err
 		}
-		return fetched{meta: s, data: s.Data[key], secretType: s.Type, fill: fill}, nil
+		return fetched{meta: s, data: s.Data[primary], secretType: s.Type, fill: fill}, nil
 	}
 	return create, get
 }

@@ -325,3 +325,49 @@ func TestValidateOptions(t *testing.T) {
 		t.Fatalf("defaults: %+v, %v", o, err)
 	}
 }
+
+// TestAPICredentials: --api-name fills the chart's data-less Secret with a user and random token
+// and secret key, marks it as filled here (the chart then renders no data), and a re-run keeps
+// them.
+func TestAPICredentials(t *testing.T) {
+	empty := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "flux-sample-api", Namespace: ns,
+		Annotations: map[string]string{"meta.helm.sh/release-name": "flux-sample", "meta.helm.sh/release-namespace": ns}}, Type: corev1.SecretTypeOpaque}
+	client := fake.NewClientset(empty)
+	o := opts(func(o *Options) { o.SkipCurve = true; o.APIName = "flux-sample-api" })
+	res, log, err := run(t, client, o)
+	if err != nil || len(res) != 1 || res[0].Action != "filled" {
+		t.Fatalf("results %v, %v\n%s", res, err, log)
+	}
+	get := func() *corev1.Secret {
+		s, err := client.CoreV1().Secrets(ns).Get(context.Background(), "flux-sample-api", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	first := get()
+	if string(first.Data["user"]) != "flux" || len(first.Data["token"]) != 40 || len(first.Data["secret-key"]) != 64 {
+		t.Fatalf("data %q", first.Data)
+	}
+	if first.Annotations[FilledBy] != "flux-keygen" {
+		t.Errorf("annotations %v: want %s", first.Annotations, FilledBy)
+	}
+	if strings.Contains(log, string(first.Data["token"])) || strings.Contains(log, string(first.Data["secret-key"])) {
+		t.Errorf("the log shows a credential: %s", log)
+	}
+	if res, _, err := run(t, client, o); err != nil || res[0].Action != "kept" {
+		t.Fatalf("re-run: %v %v", res, err)
+	}
+	if again := get(); string(again.Data["token"]) != string(first.Data["token"]) || string(again.Data["secret-key"]) != string(first.Data["secret-key"]) {
+		t.Error("a re-run changed the credentials")
+	}
+	// Two releases never share credentials.
+	other := fake.NewClientset()
+	if _, _, err := run(t, other, o); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := other.CoreV1().Secrets(ns).Get(context.Background(), "flux-sample-api", metav1.GetOptions{})
+	if string(s.Data["token"]) == string(first.Data["token"]) {
+		t.Error("the same token twice")
+	}
+}

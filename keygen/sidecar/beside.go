@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/minicluster/minicluster/keygen/kube"
 )
 
 // Files the sidecar keeps in its directory (the pod's shared keys volume) for the broker's
@@ -28,6 +30,9 @@ const (
 	// Invalid holds the error about a key object that is not a valid key: the broker cannot
 	// start (the entrypoint exits with the chart's cannot-start code, which fails the Job).
 	Invalid = ".invalid"
+	// Installed is written by the entrypoint once it has made its private copies of the keys:
+	// the copies here, which every user of the pod can read, are then deleted.
+	Installed = ".installed"
 	// Failed holds any other error (a timeout, an API error waiting cannot mend): the pod fails
 	// and the Job may start another.
 	Failed = ".failed"
@@ -58,8 +63,47 @@ func RunBesideBroker(dir string, fetch func() error, stop <-chan os.Signal, log 
 	if err != nil {
 		fmt.Fprintf(log, "flux-keygen: %v (told the broker's entrypoint through %s)\n", err, filepath.Join(dir, status))
 	}
+	removed := make(chan struct{})
+	go func() {
+		defer close(removed)
+		if err := removeWhenInstalled(dir, closed); err != nil {
+			fmt.Fprintf(log, "flux-keygen: %v\n", err)
+		}
+	}()
 	waitEnded(opened, closed, filepath.Join(dir, Ended), stop)
+	select { // the last look for .installed, if it had not come
+	case <-removed:
+	case <-time.After(200 * time.Millisecond):
+	}
 	return err
+}
+
+// Handed are the files of the keys volume that every user of the pod can read, the keys and
+// the API's credentials and TLS key: deleted once the entrypoint has its private copies.
+var Handed = []string{kube.CertKey, kube.MungeKey, filepath.Join(APIDir, "user"), filepath.Join(APIDir, "token"),
+	filepath.Join(APIDir, "secret-key"), filepath.Join(APIDir, "tls.crt"), filepath.Join(APIDir, "tls.key")}
+
+// removeWhenInstalled deletes the handed files once dir holds Installed, or at once when the
+// broker's container has ended (closed): a pod whose broker never started keeps no key either.
+func removeWhenInstalled(dir string, closed <-chan struct{}) error {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for done := false; !done; {
+		select {
+		case <-closed:
+			done = true
+		case <-tick.C:
+			_, err := os.Stat(filepath.Join(dir, Installed))
+			done = err == nil
+		}
+	}
+	var errs []error
+	for _, f := range Handed {
+		if err := os.Remove(filepath.Join(dir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("deleting the handed key %s: %w", f, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // makeFIFO makes path a FIFO that any user of the pod may open (the broker may run as any

@@ -73,3 +73,60 @@ func TestBesideBrokerEndsWithEndedFile(t *testing.T) {
 	}
 	waitFor(t, done, ".ended was written")
 }
+
+// TestHandedKeysDeleted: the copies every user of the pod can read are deleted once the
+// entrypoint writes .installed, and at the latest when the broker's container ends.
+func TestHandedKeysDeleted(t *testing.T) {
+	for _, installed := range []bool{true, false} {
+		dir := t.TempDir()
+		if err := os.Mkdir(filepath.Join(dir, APIDir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range Handed {
+			if err := os.WriteFile(filepath.Join(dir, f), []byte("k"), 0o444); err != nil {
+				t.Fatal(err)
+			}
+		}
+		done := runBeside(t, dir)
+		fifo := holdFIFO(t, dir)
+		if installed {
+			if err := os.WriteFile(filepath.Join(dir, Installed), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for _, f := range Handed {
+				for {
+					if _, err := os.Stat(filepath.Join(dir, f)); os.IsNotExist(err) {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("%s is still there after .installed", f)
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+		}
+		fifo.Close()
+		waitFor(t, done, "the FIFO's last writer closed it")
+		for _, f := range Handed {
+			if _, err := os.Stat(filepath.Join(dir, f)); !os.IsNotExist(err) {
+				t.Errorf("installed=%v: %s left behind (%v)", installed, f, err)
+			}
+		}
+	}
+}
+
+// holdFIFO opens the sidecar's FIFO as the entrypoint does.
+func holdFIFO(t *testing.T, dir string) *os.File {
+	t.Helper()
+	for {
+		if fi, err := os.Stat(filepath.Join(dir, Alive)); err == nil && fi.Mode()&os.ModeNamedPipe != 0 {
+			f, err := os.OpenFile(filepath.Join(dir, Alive), os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -13,7 +13,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,6 +44,10 @@ type Options struct {
 	// Out is the directory curve.cert and munge.key are written to (mode 0444: the pod's own
 	// memory volume; the entrypoint installs a private copy for the user running Flux).
 	Out string
+	// APIName is the Secret of the API's credentials (user, token, secret-key) and APITLSName
+	// its TLS Secret (tls.crt, tls.key): the lead writes their files to Out/api (APIDir) for
+	// the API server. Empty = none.
+	APIName, APITLSName string
 	// Service and Host: also wait until an EndpointSlice of Service lists Host with an address,
 	// so that the broker's first DNS lookup of its parent finds it (cluster DNS caches a
 	// negative answer for seconds). Empty = do not wait.
@@ -70,8 +76,8 @@ func (o *Options) Validate() error {
 	if (o.Service == "") != (o.Host == "") {
 		return fmt.Errorf("--wait-service %q and --wait-host %q: give both or neither", o.Service, o.Host)
 	}
-	if o.CurveName == "" && o.MungeName == "" && o.Host == "" {
-		return errors.New("nothing to wait for: give --curve-name, --munge-name or --wait-host")
+	if o.CurveName == "" && o.MungeName == "" && o.Host == "" && o.APIName == "" && o.APITLSName == "" {
+		return errors.New("nothing to wait for: give --curve-name, --munge-name, --api-name, --api-tls-name or --wait-host")
 	}
 	return nil
 }
@@ -105,6 +111,28 @@ func Fetch(ctx context.Context, client kubernetes.Interface, opts Options, log i
 		}
 		fmt.Fprintf(log, "fetched %s from Secret %s/%s\n", kube.MungeKey, opts.Namespace, opts.MungeName)
 	}
+	for _, api := range []struct{ name, what string }{{opts.APIName, "credentials"}, {opts.APITLSName, "TLS certificate"}} {
+		if api.name == "" {
+			continue
+		}
+		keys := APICredentialKeys
+		if api.name == opts.APITLSName {
+			keys = APITLSKeys
+		}
+		data, err := waitSecretKeys(ctx, client, opts.Namespace, api.name, keys)
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if err := os.MkdirAll(filepath.Join(opts.Out, APIDir), 0o755); err != nil {
+				return err
+			}
+			if err := writeKey(filepath.Join(opts.Out, APIDir), k, data[k]); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(log, "fetched the API's %s from Secret %s/%s\n", api.what, opts.Namespace, api.name)
+	}
 	if opts.Host != "" {
 		start := time.Now()
 		if err := waitEndpoint(ctx, client, opts.Namespace, opts.Service, opts.Host); err != nil {
@@ -113,6 +141,42 @@ func Fetch(ctx context.Context, client kubernetes.Interface, opts Options, log i
 		fmt.Fprintf(log, "%s is listed by Service %s/%s (waited %s)\n", opts.Host, opts.Namespace, opts.Service, time.Since(start).Round(time.Millisecond))
 	}
 	return nil
+}
+
+// The files of the API's Secrets, and the directory of Out they are written to.
+var (
+	APICredentialKeys = []string{"user", "token", "secret-key"}
+	APITLSKeys        = []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey}
+)
+
+const APIDir = "api"
+
+// waitSecretKeys watches a Secret until it holds every key, not empty. A Secret given by the
+// user (api.existingSecret, api.tls.secretName) may come later than the pods.
+func waitSecretKeys(ctx context.Context, client kubernetes.Interface, ns, name string, keys []string) (map[string][]byte, error) {
+	secrets := client.CoreV1().Secrets(ns)
+	lw := listWatcher{
+		list:  func(o metav1.ListOptions) (runtime.Object, error) { return secrets.List(ctx, o) },
+		watch: func(o metav1.ListOptions) (watch.Interface, error) { return secrets.Watch(ctx, o) }}
+	var data map[string][]byte
+	err := lw.until(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()}, func(obj runtime.Object) bool {
+		s, ok := obj.(*corev1.Secret)
+		if !ok {
+			return false
+		}
+		for _, k := range keys {
+			if len(s.Data[k]) == 0 {
+				return false
+			}
+		}
+		data = s.Data
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("waiting for the keys %s in Secret %s/%s: %w (is the keygen Job running, or, for a Secret of yours, does it exist with these keys? kubectl get secret -n %s %s)",
+			strings.Join(keys, ", "), ns, name, err, ns, name)
+	}
+	return data, nil
 }
 
 func waitCurve(ctx context.Context, client kubernetes.Interface, opts Options) ([]byte, error) {

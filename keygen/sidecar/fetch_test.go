@@ -316,3 +316,33 @@ func TestFetchFindsTheParentInAnyEndpointSlice(t *testing.T) {
 		}
 	}
 }
+
+// TestFetchAPIFiles: the lead's keys container waits for the API's credentials and TLS Secret
+// (a Secret of the user's may come after the pods) and writes their files to Out/api.
+func TestFetchAPIFiles(t *testing.T) {
+	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "r-api", Namespace: ns}}
+	tls := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "r-tls", Namespace: ns}, Data: map[string][]byte{"tls.crt": []byte("CRT"), "tls.key": []byte("KEY")}}
+	client := fake.NewClientset(creds, tls)
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		filled := creds.DeepCopy()
+		filled.Data = map[string][]byte{"user": []byte("flux"), "token": []byte("T"), "secret-key": []byte("S")}
+		client.CoreV1().Secrets(ns).Update(context.Background(), filled, metav1.UpdateOptions{})
+	}()
+	out := t.TempDir()
+	if _, err := fetch(t, client, Options{Namespace: ns, APIName: "r-api", APITLSName: "r-tls", Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"user": "flux", "token": "T", "secret-key": "S", "tls.crt": "CRT", "tls.key": "KEY"} {
+		if got, err := os.ReadFile(filepath.Join(out, APIDir, name)); err != nil || string(got) != want {
+			t.Errorf("api/%s = %q, %v; want %q", name, got, err, want)
+		}
+	}
+	// A Secret without the keys is waited for, and the error says which.
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	err := Fetch(ctx, fake.NewClientset(), Options{Namespace: ns, APIName: "mine", Out: t.TempDir()}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "user, token, secret-key in Secret team-a/mine") {
+		t.Errorf("err = %v", err)
+	}
+}

@@ -196,7 +196,7 @@ func TestOperatorPodValues(t *testing.T) {
 	assert.Nil(t, pod.ShareProcessNamespace)
 
 	pod = brokerPod(t, helmtest.Options{Set: []string{"serviceAccountName=mine"}})
-	assert.Nil(t, pod.AutomountServiceAccountToken, "a user's account: Kubernetes' default")
+	assert.Equal(t, ptrBool(false), pod.AutomountServiceAccountToken, "a user's account: no token either")
 
 	pod = brokerPod(t, helmtest.Options{Set: []string{"automountServiceAccountToken=true", "shareProcessNamespace=true"}})
 	assert.Equal(t, ptrBool(true), pod.AutomountServiceAccountToken)

@@ -131,7 +131,7 @@ func withoutScripts(t *testing.T, render string) string {
 
 func TestEveryObjectIsNamespacedAndLabelled(t *testing.T) {
 	objs := render(t, helmtest.Options{Namespace: "hpc", Set: []string{"munge.enabled=true"}})
-	require.Len(t, objs, 14, "keygen and broker ServiceAccount, Role, RoleBinding; curve and munge Secrets; broker and entrypoint ConfigMaps; Service; broker and keygen Jobs; helm test Pod")
+	require.Len(t, objs, 15, "keygen and broker ServiceAccount, Role, RoleBinding; curve and munge Secrets; broker and entrypoint ConfigMaps; Service; NetworkPolicy; broker and keygen Jobs; helm test Pod")
 	for _, o := range objs {
 		assert.Equalf(t, "hpc", o.Meta.GetNamespace(), "%s %s", o.Kind, o.Name)
 		labels := o.Meta.GetLabels()
@@ -588,7 +588,7 @@ func TestUserSettingsReachThePods(t *testing.T) {
 	assert.Equal(t, "nvidia.com/gpu", spec.Tolerations[0].Key)
 	assert.Equal(t, "true", spec.NodeSelector["nvidia.com/gpu.present"])
 	assert.Equal(t, "runner", spec.ServiceAccountName)
-	assert.Nil(t, spec.AutomountServiceAccountToken, "a user's own service account keeps its token settings")
+	assert.Equal(t, ptr.To(false), spec.AutomountServiceAccountToken, "a user's own service account: no token in the broker's containers either")
 	rb := get[*rbacv1.RoleBinding](t, objs, "RoleBinding", "flux-sample-broker")
 	assert.Equal(t, "runner", rb.Subjects[0].Name, "the user's service account may read the keys")
 	_, chartSA := helmtest.Find(objs, "ServiceAccount", "flux-sample-broker")

@@ -195,17 +195,31 @@ pre_commands() {
   fi
 }
 
-# install_keys: Flux refuses a certificate that group or others can read: install a private
-# copy, owned by the user running Flux. Likewise the munge key.
+# install_private SRC DEST: a copy only the user running Flux can read.
+install_private() {
+  rm -f "$2"
+  (umask 077 && cp "$1" "$2") && chmod 0400 "$2"
+}
+
+# install_keys: the keys container hands the keys over readable by every user of the pod (it
+# cannot know which user runs Flux). Install private copies, owned by the user running Flux (Flux
+# refuses a certificate that group or others can read; a munge key others can read lets them
+# pass for any user), and on the lead the API's credentials and TLS key; then tell the keys
+# container (.installed), which deletes the copies everyone could read.
 install_keys() {
-  rm -f "$MINICLUSTER_CURVE_CERT"
-  cp /minicluster/keys/curve.cert "$MINICLUSTER_CURVE_CERT"
-  chmod 0400 "$MINICLUSTER_CURVE_CERT"
+  install_private /minicluster/keys/curve.cert "$MINICLUSTER_CURVE_CERT"
   if [ -f /minicluster/keys/munge.key ]; then
-    rm -f /etc/munge/munge.key
-    cp /minicluster/keys/munge.key /etc/munge/munge.key
-    chmod 0400 /etc/munge/munge.key
+    install_private /minicluster/keys/munge.key /etc/munge/munge.key
   fi
+  if [ -d /minicluster/keys/api ]; then
+    for f in user token secret-key tls.crt tls.key; do
+      [ -f "/minicluster/keys/api/$f" ] || continue
+      case $f in tls.*) dir=/minicluster/api/tls ;; *) dir=/minicluster/api/credentials ;; esac
+      mkdir -p "$dir" && chmod 0700 "$dir"
+      install_private "/minicluster/keys/api/$f" "$dir/$f"
+    done
+  fi
+  : > /minicluster/keys/.installed
 }
 
 # encode_resources writes R, the resources of all maxSize hosts (brokers that are not up are
@@ -229,8 +243,16 @@ encode_resources() {
 start_api() {
   if [ "$index" -ne 0 ] || [ -z "${MINICLUSTER_API_PORT:-}" ]; then return 0; fi
   set -- --listen=":$MINICLUSTER_API_PORT" --flux="$flux_cmd" --stop-marker="$api_stopped" --hosts="$hosts"
-  if [ -d /minicluster/api/credentials ]; then set -- "$@" --credentials=/minicluster/api/credentials; else set -- "$@" --no-auth; fi
-  if [ -d /minicluster/api/tls ]; then set -- "$@" --tls-cert=/minicluster/api/tls/tls.crt --tls-key=/minicluster/api/tls/tls.key; fi
+  if [ "${MINICLUSTER_API_AUTH:-true}" = true ]; then
+    [ -f /minicluster/api/credentials/token ] || die "the API's credentials were not handed over (api.requireAuth=true): see kubectl logs <lead pod> -c keys"
+    set -- "$@" --credentials=/minicluster/api/credentials
+  else
+    set -- "$@" --no-auth
+  fi
+  if [ "${MINICLUSTER_API_TLS:-false}" = true ]; then
+    [ -f /minicluster/api/tls/tls.key ] || die "the API's TLS key was not handed over (api.tls.secretName): see kubectl logs <lead pod> -c keys"
+    set -- "$@" --tls-cert=/minicluster/api/tls/tls.crt --tls-key=/minicluster/api/tls/tls.key
+  fi
   (
     while :; do
       /minicluster/keys/minicluster-api "$@" || log "the API server exited with status $?: starting it again"

@@ -84,6 +84,11 @@
         # api.enabled: the lead serves the Flux RESTful API on this port (entrypoint.sh).
         - name: MINICLUSTER_API_PORT
           value: {{ int .Values.api.port | quote }}
+        # What the keys container hands over for it: the credentials (api.requireAuth), the TLS key.
+        - name: MINICLUSTER_API_AUTH
+          value: {{ .Values.api.requireAuth | quote }}
+        - name: MINICLUSTER_API_TLS
+          value: {{ ne .Values.api.tls.secretName "" | quote }}
         {{- end }}
         # For kubectl exec: flux (and flux proxy $FLUX_URI) reach this pod's broker, whose
         # socket the entrypoint pins at the same path in every pod. PATH stays the image's: a
@@ -131,10 +136,8 @@
       lifecycle:
         {{- toYaml . | nindent 8 }}
       {{- end }}
-      {{- with .Values.securityContext }}
       securityContext:
-        {{- toYaml . | nindent 8 }}
-      {{- end }}
+        {{- include "minicluster.containerSecurity" (dict "root" . "sc" .Values.securityContext) | nindent 8 }}
       terminationMessagePolicy: FallbackToLogsOnError
       volumeMounts:
         - name: scripts
@@ -187,15 +190,9 @@
         - name: state
           mountPath: /minicluster/state
         {{- end }}
-        {{- if and .Values.api.enabled .Values.api.requireAuth }}
-        - name: api-credentials
-          mountPath: /minicluster/api/credentials
-          readOnly: true
-        {{- end }}
-        {{- if and .Values.api.enabled .Values.api.tls.secretName }}
-        - name: api-tls
-          mountPath: /minicluster/api/tls
-          readOnly: true
+        {{- if .Values.api.enabled }}
+        - name: api-installed
+          mountPath: /minicluster/api
         {{- end }}
         {{- with .Values.volumeMounts }}
         {{- toYaml . | nindent 8 }}

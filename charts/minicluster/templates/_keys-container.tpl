@@ -21,8 +21,15 @@
         {{- end }}
         - --readiness-addr=:{{ int .Values.flux.readinessPort }}
         {{- if .Values.api.enabled }}
-        # The lead's keys container hands the API server to the broker's container.
+        # The lead's keys container hands the API server, its credentials and its TLS key to
+        # the broker's container.
         - --api-server=/minicluster/keys/minicluster-api
+        {{- if .Values.api.requireAuth }}
+        - --api-name={{ include "minicluster.apiSecretName" . }}
+        {{- end }}
+        {{- with .Values.api.tls.secretName }}
+        - --api-tls-name={{ . }}
+        {{- end }}
         {{- end }}
         - --wait-parent
         - --hosts-file=/minicluster/config/hosts

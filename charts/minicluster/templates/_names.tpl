@@ -64,7 +64,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{/* minicluster.keygen.enabled is "true" when the keygen Job has something to fill. */}}
 {{- define "minicluster.keygen.enabled" -}}
-{{- if or (not (include "minicluster.curveGiven" .)) .Values.munge.enabled }}true{{ end -}}
+{{- if or (not (include "minicluster.curveGiven" .)) .Values.munge.enabled (include "minicluster.apiGenerated" .) }}true{{ end -}}
 {{- end -}}
 
 {{/*
@@ -105,6 +105,11 @@ IMAGEREGISTRY/busybox:1.37. The application and view images never pass through h
 {{/* minicluster.apiName names the Service of the Flux RESTful API (api.enabled) and its generated Secret. */}}
 {{- define "minicluster.apiName" -}}
 {{- printf "%s-api" .Release.Name -}}
+{{- end -}}
+
+{{/* minicluster.apiGenerated is "true" when the keygen Job makes the API's credentials (api.enabled, api.requireAuth, no api.existingSecret). */}}
+{{- define "minicluster.apiGenerated" -}}
+{{- if and .Values.api.enabled .Values.api.requireAuth (not .Values.api.existingSecret) }}true{{ end -}}
 {{- end -}}
 
 {{/* minicluster.apiSecretName names the Secret of the API's credentials: the user's own, or the generated one. */}}

@@ -68,18 +68,11 @@
       persistentVolumeClaim:
         claimName: {{ include "minicluster.stateClaimName" . }}
     {{- end }}
-    {{- if and .Values.api.enabled .Values.api.requireAuth }}
-    # The API's credentials (api.requireAuth), for the lead's API server.
-    - name: api-credentials
-      secret:
-        secretName: {{ include "minicluster.apiSecretName" . }}
-        defaultMode: 0444
-    {{- end }}
-    {{- if and .Values.api.enabled .Values.api.tls.secretName }}
-    - name: api-tls
-      secret:
-        secretName: {{ .Values.api.tls.secretName }}
-        defaultMode: 0444
+    {{- if .Values.api.enabled }}
+    # The API's credentials and TLS key, private to the broker's user (files/entrypoint.sh).
+    - name: api-installed
+      emptyDir:
+        medium: Memory
     {{- end }}
     {{- with .Values.volumes }}
     {{- toYaml . | nindent 4 }}

@@ -75,11 +75,9 @@ spec:
   restartPolicy: Never
   enableServiceLinks: false
   serviceAccountName: {{ include "minicluster.broker.serviceAccountName" . }}
-  {{- if not (kindIs "invalid" .Values.automountServiceAccountToken) }}
-  automountServiceAccountToken: {{ .Values.automountServiceAccountToken }}
-  {{- else if not .Values.serviceAccountName }}
-  automountServiceAccountToken: false
-  {{- end }}
+  # No token in the broker's containers, whatever the account: every job could read it, and with
+  # it the release's keys. The keys container has its own (the volume api-token).
+  automountServiceAccountToken: {{ eq (toString .Values.automountServiceAccountToken) "true" }}
   {{- if .Values.shareProcessNamespace }}
   shareProcessNamespace: true
   {{- end }}
@@ -231,10 +229,8 @@ read-only; never the keys. */}}
   lifecycle:
     {{- toYaml . | nindent 4 }}
   {{- end }}
-  {{- with ($c.securityContext | default $v.securityContext) }}
   securityContext:
-    {{- toYaml . | nindent 4 }}
-  {{- end }}
+    {{- include "minicluster.containerSecurity" (dict "root" .root "sc" ($c.securityContext | default $v.securityContext)) | nindent 4 }}
   terminationMessagePolicy: FallbackToLogsOnError
   volumeMounts:
     - name: scripts

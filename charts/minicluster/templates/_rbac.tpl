@@ -1,7 +1,8 @@
 {{/*
 minicluster.keyRules are RBAC rules on the release's key objects, by name; call with
 (dict "root" . "verbs" LIST "existing" BOOL). With existing, a curve.existingSecret or the Secret of
-curve.cert is included (the brokers read it; the keygen Job never touches it).
+curve.cert, an api.existingSecret and the API's TLS Secret are included (the brokers read them;
+the keygen Job never touches them).
 */}}
 {{- define "minicluster.keyRules" -}}
 {{- $v := .root.Values -}}
@@ -18,6 +19,13 @@ curve.cert is included (the brokers read it; the keygen Job never touches it).
 {{- end -}}
 {{- if $v.munge.enabled -}}
 {{- $secrets = append $secrets (include "minicluster.mungeName" .root) -}}
+{{- end -}}
+{{- if include "minicluster.apiGenerated" .root -}}
+{{- $secrets = append $secrets (include "minicluster.apiName" .root) -}}
+{{- end -}}
+{{- if and .existing $v.api.enabled -}}
+{{- if and $v.api.requireAuth $v.api.existingSecret }}{{ $secrets = append $secrets $v.api.existingSecret }}{{ end -}}
+{{- with $v.api.tls.secretName }}{{ $secrets = append $secrets . }}{{ end -}}
 {{- end -}}
 {{- with $configMaps }}
 - apiGroups: [""]

@@ -55,6 +55,7 @@
 {{- end -}}
 {{- include "minicluster.validateState" . -}}
 {{- include "minicluster.validateAPI" . -}}
+{{- include "minicluster.validateServiceAccount" . -}}
 {{- include "minicluster.validateUpgrade" . -}}
 {{- end -}}
 
@@ -79,6 +80,33 @@
 {{- end -}}
 {{- if and $api.existingSecret (not $api.requireAuth) -}}
 {{- fail (printf "api.existingSecret=%q with api.requireAuth=false: the credentials would not be used; set api.requireAuth=true, or unset api.existingSecret" $api.existingSecret) -}}
+{{- end -}}
+{{- if and (not $api.requireAuth) (not $api.acknowledgeNoAuth) -}}
+{{- fail (printf "api.requireAuth=false serves the API without credentials: anyone who reaches port %d (from any pod the NetworkPolicy lets in, or any namespace where none is enforced) runs jobs as the instance's user. Set api.requireAuth=true (the default), or set api.acknowledgeNoAuth=true as well to confirm it" (int $api.port)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* minicluster.validateServiceAccount refuses a serviceAccountName the chart's key Role would
+make a way into other releases' keys: the namespace's default account (every pod that names none
+runs as it) and an account another MiniCluster's brokers already run as (both releases could then
+read each other's CURVE and munge keys and delete each other's Jobs). */}}
+{{- define "minicluster.validateServiceAccount" -}}
+{{- $sa := .Values.serviceAccountName -}}
+{{- if $sa -}}
+{{- if eq $sa "default" -}}
+{{- fail (printf "serviceAccountName=default: every pod of namespace %s that names no account runs as it, and the chart lets the brokers' account read this release's CURVE and munge keys; create an account for this release alone (kubectl create serviceaccount %s-flux -n %s) and name it, or leave serviceAccountName empty for the chart's own" .Release.Namespace .Release.Name .Release.Namespace) -}}
+{{- end -}}
+{{- range (lookup "rbac.authorization.k8s.io/v1" "RoleBinding" .Release.Namespace "").items -}}
+{{- $binding := .metadata.name -}}
+{{- $owner := dig "metadata" "annotations" "meta.helm.sh/release-name" "" . -}}
+{{- if and (eq (dig "metadata" "labels" "app.kubernetes.io/component" "" .) "broker") (hasPrefix "minicluster-" (dig "metadata" "labels" "helm.sh/chart" "" .)) $owner (ne $owner $.Release.Name) -}}
+{{- range .subjects -}}
+{{- if and (eq .kind "ServiceAccount") (eq .name $sa) (eq (.namespace | default $.Release.Namespace) $.Release.Namespace) -}}
+{{- fail (printf "serviceAccountName=%s is already the account of the MiniCluster %s in namespace %s (RoleBinding %s): sharing it would let each release read the other's CURVE and munge keys and delete the other's Job. Give this release an account of its own (kubectl create serviceaccount %s-flux -n %s), or leave serviceAccountName empty for the chart's own" $sa $owner $.Release.Namespace $binding $.Release.Name $.Release.Namespace) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}

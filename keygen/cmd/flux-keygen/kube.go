@@ -25,7 +25,8 @@ broker authenticates with: Kubernetes keeps Secrets apart from ConfigMaps in RBA
 encrypt them at rest), so whoever may read ConfigMaps in the namespace cannot join or listen
 to the MiniCluster. --storage=ConfigMap reproduces the Flux Operator's layout for setups
 that need it. --munge also creates the Secret --munge-name (default <release>-munge) with
-munge.key, 1024 random bytes.
+munge.key, 1024 random bytes. --api-name creates (or fills) the Secret of the chart's API
+credentials: user, token and secret-key, random, kept once made.
 
 The chart renders these objects without data, with the release, and runs this command in a
 Job of the release at the same time: it reads each object and writes the key into it when it
@@ -47,7 +48,7 @@ func newKubeCmd(e env) *cobra.Command {
 	var o kube.Options
 	var api apiFlags
 	cmd := &cobra.Command{
-		Use:   "kube --release R [--namespace NS] (--curve-name N --storage Secret|ConfigMap | --skip-curve) [--munge --munge-name M]",
+		Use:   "kube --release R [--namespace NS] (--curve-name N --storage Secret|ConfigMap | --skip-curve) [--munge --munge-name M] [--api-name A]",
 		Short: "Create the certificate (and munge key) objects of a release, idempotently",
 		Long:  kubeLong,
 		Args:  usageArgs(cobra.NoArgs),
@@ -74,6 +75,7 @@ func newKubeCmd(e env) *cobra.Command {
 	f.BoolVar(&o.SkipCurve, "skip-curve", false, "do not create the certificate (the chart's curve.existingSecret)")
 	f.BoolVar(&o.Munge, "munge", false, "also create the munge key Secret")
 	f.StringVar(&o.MungeName, "munge-name", "", "name of the munge key Secret (default <release>-munge)")
+	f.StringVar(&o.APIName, "api-name", "", "also create the Secret of the API's credentials with this name")
 	cmd.AddCommand(newWaitCmd(e))
 	return cmd
 }

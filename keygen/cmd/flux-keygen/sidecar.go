@@ -24,7 +24,8 @@ const sidecarLong = `sidecar is what the keys container of every broker pod runs
 (a sidecar: it starts with it, where an init container would hold the broker back until the
 kubelet's next 1 s relist). It waits until the keygen Job has put a valid certificate into the
 object --curve-name (and with --munge-name a munge key into that Secret) and writes curve.cert
-and munge.key to --out. With --wait-parent it then waits until an EndpointSlice of the
+and munge.key to --out; on the lead, with --api-name and --api-tls-name, also the API's
+credentials and TLS key to --out/api. With --wait-parent it then waits until an EndpointSlice of the
 headless Service lists this pod's parent broker (from --hosts-file, --topology and
 $JOB_COMPLETION_INDEX) with an address, so that the broker's first DNS lookup finds it: cluster
 DNS caches a "no such name" answer for seconds, which would stall the broker's connect.
@@ -33,7 +34,9 @@ It tells the broker's entrypoint the outcome through files in --out: it makes th
 then writes .ready when the keys are there and the parent is listed, or the error to .invalid
 (an invalid key object: the broker cannot start) or .failed (anything else). The entrypoint
 holds .alive open while its container lives; when it is closed (EOF), or at SIGTERM, the
-sidecar exits, so the pod can complete. With --once it only writes the keys, waits for the
+sidecar exits, so the pod can complete. Once the entrypoint has made its private copies of the
+keys it writes .installed, and the sidecar deletes the copies in --out that every user of the pod
+can read (at the latest when the broker's container ends). With --once it only writes the keys, waits for the
 parent and exits, with no files for an entrypoint.
 
 With --readiness-addr it answers the broker container's readiness probe there: GET /readyz is
@@ -79,6 +82,10 @@ func newSidecarCmd(e env) *cobra.Command {
 						return err
 					}
 				}
+				// The API's credentials and TLS key are the lead's alone.
+				if e.getenv("JOB_COMPLETION_INDEX") != "0" {
+					o.APIName, o.APITLSName = "", ""
+				}
 				api.defaults(e, &o.Namespace)
 				if waitParent {
 					var err error
@@ -86,7 +93,7 @@ func newSidecarCmd(e env) *cobra.Command {
 						return err
 					}
 				}
-				if o.Host == "" && o.CurveName == "" && o.MungeName == "" {
+				if o.Host == "" && o.CurveName == "" && o.MungeName == "" && o.APIName == "" && o.APITLSName == "" {
 					return nil // the lead with the user's own certificate: nothing to wait for
 				}
 				return api.run(cmd, e, o.Validate, func(ctx context.Context, client kubernetes.Interface) error {
@@ -136,6 +143,8 @@ func newSidecarCmd(e env) *cobra.Command {
 	f.StringVar(&topology, "topology", "", "the brokers' tbon.topo (empty = flux's default for broker.toml boot)")
 	f.StringVar(&readinessAddr, "readiness-addr", "", "serve the broker container's readiness probe here (GET /readyz: 200 once the entrypoint wrote .online in --out)")
 	f.StringVar(&apiServer, "api-server", "", "on the lead (index 0), copy this image's minicluster-api to this path, for the broker's container to run")
+	f.StringVar(&o.APIName, "api-name", "", "on the lead (index 0), the Secret of the API's credentials (user, token, secret-key), written to --out/api")
+	f.StringVar(&o.APITLSName, "api-tls-name", "", "on the lead (index 0), the API's TLS Secret (tls.crt, tls.key), written to --out/api")
 	f.BoolVar(&once, "once", false, "write the keys (and wait for the parent), then exit: no files for a broker's entrypoint")
 	f.IntVar(&namespaceDeletedCode, "namespace-deleted-code", 0, "at the end, exit with this code when the namespace is being deleted (0: never ask)")
 	f.StringVar(&job, "job", "", "with --namespace-deleted-code: the broker Job, deleted when the namespace is being deleted")
