@@ -42,6 +42,11 @@ func TestAPIObjects(t *testing.T) {
 	assert.Equal(t, "5050", envOf(flux)["MINICLUSTER_API_PORT"])
 	assert.Equal(t, "true", envOf(flux)["MINICLUSTER_API_AUTH"])
 	assert.Equal(t, "false", envOf(flux)["MINICLUSTER_API_TLS"])
+	assert.Equal(t, "8h", envOf(flux)["MINICLUSTER_API_TOKEN_LIFETIME"])
+	for _, ok := range []string{"24h", "1440m", "30s"} {
+		_, err := helmtest.Template(helmtest.Options{Set: []string{"api.enabled=true", "api.tokenLifetime=" + ok}})
+		assert.NoError(t, err, ok)
+	}
 	assert.Contains(t, flux.Ports, corev1.ContainerPort{Name: "api", ContainerPort: 5050, Protocol: corev1.ProtocolTCP})
 	assert.Contains(t, flux.VolumeMounts, corev1.VolumeMount{Name: "api-installed", MountPath: "/minicluster/api"})
 	i := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == "api-installed" })

@@ -245,7 +245,7 @@ start_api() {
   set -- --listen=":$MINICLUSTER_API_PORT" --flux="$flux_cmd" --stop-marker="$api_stopped" --hosts="$hosts"
   if [ "${MINICLUSTER_API_AUTH:-true}" = true ]; then
     [ -f /minicluster/api/credentials/token ] || die "the API's credentials were not handed over (api.requireAuth=true): see kubectl logs <lead pod> -c keys"
-    set -- "$@" --credentials=/minicluster/api/credentials
+    set -- "$@" --credentials=/minicluster/api/credentials --token-lifetime="${MINICLUSTER_API_TOKEN_LIFETIME:-8h}"
   else
     set -- "$@" --no-auth
   fi

@@ -87,6 +87,8 @@
         # What the keys container hands over for it: the credentials (api.requireAuth), the TLS key.
         - name: MINICLUSTER_API_AUTH
           value: {{ .Values.api.requireAuth | quote }}
+        - name: MINICLUSTER_API_TOKEN_LIFETIME
+          value: {{ .Values.api.tokenLifetime | quote }}
         - name: MINICLUSTER_API_TLS
           value: {{ ne .Values.api.tls.secretName "" | quote }}
         {{- end }}

@@ -81,6 +81,11 @@
 {{- if and $api.existingSecret (not $api.requireAuth) -}}
 {{- fail (printf "api.existingSecret=%q with api.requireAuth=false: the credentials would not be used; set api.requireAuth=true, or unset api.existingSecret" $api.existingSecret) -}}
 {{- end -}}
+{{- $lifetime := $api.tokenLifetime | toString -}}
+{{- $seconds := mul (trimSuffix "s" (trimSuffix "m" (trimSuffix "h" $lifetime)) | int) (get (dict "s" 1 "m" 60 "h" 3600) (substr (sub (len $lifetime) 1 | int) (len $lifetime) $lifetime)) -}}
+{{- if gt $seconds 86400 -}}
+{{- fail (printf "api.tokenLifetime=%s is longer than 24h, the longest an access token may live (a token that leaks is good that long): give at most 24h" $lifetime) -}}
+{{- end -}}
 {{- if and (not $api.requireAuth) (not $api.acknowledgeNoAuth) -}}
 {{- fail (printf "api.requireAuth=false serves the API without credentials: anyone who reaches port %d (from any pod the NetworkPolicy lets in, or any namespace where none is enforced) runs jobs as the instance's user. Set api.requireAuth=true (the default), or set api.acknowledgeNoAuth=true as well to confirm it" (int $api.port)) -}}
 {{- end -}}
