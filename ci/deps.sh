@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the project needs when any is missing (root, apt): the local
-# cluster's parts, busybox-static for the test images, python3-zmq for the real-ZeroMQ test and
+# cluster's parts (ipset for its NetworkPolicy enforcer), busybox-static for the test images, python3-zmq for the real-ZeroMQ test and
 # gnupg for the signed-release test (ci/release); shellcheck and graphviz (docs/architecture.svg)
 # for `make lint` and `make docs`; the Flux RESTful API's real Python client's dependencies and
 # chromium for the API's tests (test/e2e).
 # A no-op when all are there, so `make test` and `make demo` can always call it.
 set -euo pipefail
-packages=(runc containernetworking-plugins etcd-server iptables conntrack iproute2
+packages=(runc containernetworking-plugins etcd-server iptables conntrack iproute2 ipset
 	busybox-static python3-zmq openssl docker-registry debootstrap patchelf gnupg shellcheck graphviz
 	python3-httpx python3-jose python3-ruamel.yaml python3-jsonschema chromium)
 missing=()

@@ -2,7 +2,8 @@
 # build.sh builds the local cluster's binaries from the Go module proxy, once per version:
 # kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy and kubectl from
 # k8s.io/kubernetes, a slim CoreDNS, all static (CGO_ENABLED=0), and containerd with its runc shim
-# and ctr (Debian's containerd 1.6 cannot mount image volumes: flux.view.mode=image), into
+# and ctr (Debian's containerd 1.6 cannot mount image volumes: flux.view.mode=image), kube-router
+# (its NetworkPolicy controller alone: ci/cluster/netpol.sh), into
 # $MINICLUSTER_CACHE/k8s-$K8S_VERSION/bin (default cache: ~/.cache/minicluster). Binaries
 # already there are not built again, so a second run returns at once.
 #
@@ -26,6 +27,11 @@ COREDNS_PLUGINS=(bind cache errors health kubernetes loadbalance log ready templ
 COREDNS_STAMP=$BIN/.coredns-$COREDNS_VERSION-$(echo "${COREDNS_PLUGINS[*]}" | md5sum | cut -c1-8)
 CONTAINERD_COMMANDS=(containerd containerd-shim-runc-v2 ctr)
 CONTAINERD_STAMP=$BIN/.containerd-$CONTAINERD_VERSION
+# The NetworkPolicy enforcer. kube-router's controller works with iptables and ipsets; Kubernetes
+# SIG Network's kube-network-policies needs the kernel's nftables queue (CONFIG_NFT_QUEUE), which
+# kernels built without it (such as the one these tests run on) refuse.
+KUBE_ROUTER_VERSION=${KUBE_ROUTER_VERSION:-v2.1.0}
+KUBE_ROUTER_STAMP=$BIN/.kube-router-$KUBE_ROUTER_VERSION
 
 missing=()
 for c in "${K8S_COMMANDS[@]}"; do [[ -x $BIN/$c ]] || missing+=("$c"); done
@@ -33,8 +39,10 @@ need_coredns=true
 [[ -x $BIN/coredns && -f $COREDNS_STAMP ]] && need_coredns=false
 need_containerd=true
 [[ -f $CONTAINERD_STAMP ]] && need_containerd=false
-if ((${#missing[@]} == 0)) && ! $need_coredns && ! $need_containerd; then
-	echo "build: cached Kubernetes $K8S_VERSION, CoreDNS $COREDNS_VERSION and containerd $CONTAINERD_VERSION binaries in $BIN"
+need_kube_router=true
+[[ -x $BIN/kube-router && -f $KUBE_ROUTER_STAMP ]] && need_kube_router=false
+if ((${#missing[@]} == 0)) && ! $need_coredns && ! $need_containerd && ! $need_kube_router; then
+	echo "build: cached Kubernetes $K8S_VERSION, CoreDNS $COREDNS_VERSION, containerd $CONTAINERD_VERSION and kube-router $KUBE_ROUTER_VERSION binaries in $BIN"
 	exit 0
 fi
 command -v go >/dev/null || { echo "build: go not found on PATH; install Go >= 1.25" >&2; exit 1; }
@@ -109,5 +117,13 @@ if $need_containerd; then
 	mv "$BIN/.tmp/"* "$BIN/" && rmdir "$BIN/.tmp"
 	touch "$CONTAINERD_STAMP"
 	"$BIN/containerd" --version
+fi
+if $need_kube_router; then
+	echo "build: kube-router $KUBE_ROUTER_VERSION from the Go module proxy"
+	rm -rf "$BIN/.tmp" && mkdir -p "$BIN/.tmp"
+	GOBIN=$BIN/.tmp CGO_ENABLED=0 progress "build: go install kube-router" "$WORK/logs/kube-router-build.log" \
+		go install -trimpath -ldflags "-s -w" "github.com/cloudnativelabs/kube-router/v2/cmd/kube-router@$KUBE_ROUTER_VERSION"
+	mv "$BIN/.tmp/kube-router" "$BIN/" && rmdir "$BIN/.tmp"
+	touch "$KUBE_ROUTER_STAMP"
 fi
 echo "build: done in $(($(date +%s) - start))s"

@@ -69,9 +69,11 @@ for k in "${nodes[@]}"; do
 done
 
 step "kube-proxy"
-# 2. kube-proxy, then its iptables chains (they live in the namespace; flushed all the same).
+# 2. kube-proxy and the NetworkPolicy enforcer, then kube-proxy's iptables chains (they live in
+# the namespace, as do the enforcer's rules and sets, which go with it; flushed all the same).
 for k in "${nodes[@]}"; do
 	node_vars "$k"
+	stop "netpol$N_SFX"
 	stop "kube-proxy$N_SFX"
 	if [[ -e /run/netns/$N_NS && -x $CLUSTER_BIN/kube-proxy ]]; then
 		in_node_ns "$CLUSTER_BIN/kube-proxy" --cleanup >>"$LOG_DIR/kube-proxy$N_SFX-cleanup.log" 2>&1 || true

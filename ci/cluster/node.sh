@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # node.sh stop|start K: what a machine of a real cluster does when it dies and comes back, for
 # node K (2..NODES) of the local cluster (make cluster-up NODES=3). stop cuts the node's link
-# and kills its kubelet, kube-proxy, containerd, the shims and every process of its pods at
-# once, as a power loss would: nothing tells the API server, which marks the node NotReady when
-# its heartbeats stop. start brings the link and the three components back with the same
+# and kills its kubelet, kube-proxy, NetworkPolicy enforcer, containerd, the shims and every
+# process of its pods at once, as a power loss would: nothing tells the API server, which marks
+# the node NotReady when its heartbeats stop. start brings the link and the four components back with the same
 # configuration; the kubelet then reconciles what the API server says with what it finds.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -19,7 +19,7 @@ node_vars "$k"
 
 kill_node() {
 	local name pid
-	for name in "kubelet$N_SFX" "kube-proxy$N_SFX" "containerd$N_SFX"; do
+	for name in "kubelet$N_SFX" "kube-proxy$N_SFX" "netpol$N_SFX" "containerd$N_SFX"; do
 		if pid=$(pid_of "$name"); then kill -KILL "$pid" 2>/dev/null || true; fi
 	done
 	kill_shims "$N_SOCK"
@@ -44,7 +44,8 @@ start)
 	((i < 150)) || die "node $N_NAME: containerd did not answer within 30s (log: $LOG_DIR/containerd$N_SFX.log)"
 	start_kubelet
 	start_kube_proxy
+	start_netpol
 	in_ns ip link set "mc-n$k" up
-	say "node $N_NAME started: link up, containerd, kubelet and kube-proxy running (it turns Ready at the kubelet's next status update)"
+	say "node $N_NAME started: link up, containerd, kubelet, kube-proxy and the NetworkPolicy enforcer running (it turns Ready at the kubelet's next status update)"
 	;;
 esac

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # up.sh starts a real Kubernetes on this machine (Linux, root): etcd, kube-apiserver,
-# kube-controller-manager, kube-scheduler, kubelet, kube-proxy (iptables), CoreDNS, a
+# kube-controller-manager, kube-scheduler, kubelet, kube-proxy (iptables), a NetworkPolicy
+# enforcer (kube-router's firewall: netpol.sh), CoreDNS, a
 # containerd of its own and a plain-HTTP image registry on the node IP that containerd pulls
 # from, all inside their own network namespace, reachable from the host through a veth pair and
 # host routes (node network, pod and service ranges), and a default StorageClass local-path
@@ -26,12 +27,12 @@ elapsed() { local ds=$((($(date +%s%N) - T0) / 100000000)); echo "$((ds / 10)).$
 [[ $(uname -s) == Linux ]] || die "needs Linux; on other systems use 'make kind-up' (Docker + kind)"
 (( EUID == 0 )) || die "needs root (network namespace, cgroups, mounts); run as root or use 'make kind-up'"
 missing=()
-for tool in runc etcd iptables ip nsenter setsid flock openssl docker-registry; do
+for tool in runc etcd iptables ipset ip nsenter setsid flock openssl docker-registry; do
 	command -v "$tool" >/dev/null || missing+=("$tool")
 done
 for p in bridge host-local portmap loopback; do [[ -x /usr/lib/cni/$p ]] || missing+=("/usr/lib/cni/$p"); done
 command -v conntrack >/dev/null || missing+=(conntrack)
-((${#missing[@]} == 0)) || die "missing ${missing[*]}; install: apt-get install runc containernetworking-plugins etcd-server iptables conntrack iproute2 openssl busybox-static docker-registry"
+((${#missing[@]} == 0)) || die "missing ${missing[*]}; install: apt-get install runc containernetworking-plugins etcd-server iptables ipset conntrack iproute2 openssl busybox-static docker-registry"
 # What a node costs here: its kubelet, kube-proxy and containerd take about 200 MiB and a few
 # percent of a core idle; the control plane 750 MiB; pods come on top.
 avail_mib=$(($(awk '/^MemAvailable:/ {print $2}' /proc/meminfo) / 1024))
@@ -500,6 +501,7 @@ iptables: {localhostNodePorts: false}
 nodePortAddresses: [primary]
 EOF
 	start_kube_proxy
+	start_netpol
 }
 for ((k = 1; k <= NODES; k++)); do
 	node_vars "$k"

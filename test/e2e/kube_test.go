@@ -429,6 +429,7 @@ func namespaceObjects(ns string, keep func(kind string, o metav1.Object) bool) (
 		{"Role", func() (runtime.Object, error) { return rbac.Roles(ns).List(ctx, all) }},
 		{"RoleBinding", func() (runtime.Object, error) { return rbac.RoleBindings(ns).List(ctx, all) }},
 		{"PodDisruptionBudget", func() (runtime.Object, error) { return kube.PolicyV1().PodDisruptionBudgets(ns).List(ctx, all) }},
+		{"NetworkPolicy", func() (runtime.Object, error) { return kube.NetworkingV1().NetworkPolicies(ns).List(ctx, all) }},
 	}
 	found := make([][]string, len(lists))
 	errs := make([]error, len(lists))
