@@ -42,6 +42,8 @@ func ReadCredentials(dir string) (Credentials, error) {
 
 var b64 = base64.RawURLEncoding
 
+var errExpired = errors.New("the token has expired: ask for a new one (POST /v1/token)")
+
 // signJWT makes an HS256 JWT of claims.
 func signJWT(claims map[string]any, key []byte) (string, error) {
 	payload, err := json.Marshal(claims)
@@ -88,7 +90,7 @@ func verifyJWT(token string, key []byte, now time.Time) (map[string]any, error) 
 		return nil, errors.New("not a JWT: bad payload")
 	}
 	if exp, ok := claims["exp"].(float64); ok && now.Unix() >= int64(exp) {
-		return nil, errors.New("the token has expired: ask for a new one (POST /v1/token)")
+		return nil, errExpired
 	}
 	return claims, nil
 }
@@ -184,6 +186,9 @@ func (a *Authenticator) Check(authorization string) error {
 		return errors.New("unsupported Authorization scheme: use Bearer or Basic")
 	}
 	claims, err := verifyJWT(strings.TrimSpace(raw), a.SigningKey, a.now())
+	if errors.Is(err, errExpired) {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("not an access token of this server (%w): ask for one (POST /v1/token)", err)
 	}
