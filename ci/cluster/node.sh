@@ -3,8 +3,9 @@
 # node K (2..NODES) of the local cluster (make cluster-up NODES=3). stop cuts the node's link
 # and kills its kubelet, kube-proxy, NetworkPolicy enforcer, containerd, the shims and every
 # process of its pods at once, as a power loss would: nothing tells the API server, which marks
-# the node NotReady when its heartbeats stop. start brings the link and the four components back with the same
-# configuration; the kubelet then reconciles what the API server says with what it finds.
+# the node NotReady when its heartbeats stop. start brings the link and the four components back
+# with the same configuration; the kubelet then reconciles what the API server says with what it
+# finds.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 (( EUID == 0 )) || die "needs root, like up.sh"
