@@ -30,7 +30,7 @@ const busybox = "/usr/bin/busybox"
 // podPaths are the absolute paths the rendered entrypoint uses; the tests move them under a
 // temporary root.
 var podPaths = []string{"/minicluster/config", "/minicluster/run", "/minicluster/keys",
-	"/minicluster/scripts", "/minicluster/state", "/etc/curve", "/etc/munge", "/usr/local/sbin"}
+	"/minicluster/scripts", "/minicluster/state", "/minicluster/api", "/etc/curve", "/etc/munge", "/usr/local/sbin"}
 
 // fakeFlux stands in for flux. Every call's arguments go, one per line, to $fake/calls/N.
 // `flux env CMD` runs CMD with FLUX_EXEC_PATH naming $fake/exec.
@@ -772,6 +772,60 @@ func TestEntrypointInstallsKeysAndResources(t *testing.T) {
 	r, err := os.ReadFile(p.root + "/minicluster/run/R")
 	require.NoError(t, err)
 	assert.Equal(t, "{\"version\": 1, \"fake\": true}\n", string(r))
+}
+
+// TestEntrypointInstallsTheAPIsCredentials: on the lead, the API's credentials and TLS key the
+// keys container handed over become private copies (0400 in directories of 0700), the keys
+// container is told (.installed) so that it deletes what everyone could read, and the API server
+// gets the copies and api.tokenLifetime.
+func TestEntrypointInstallsTheAPIsCredentials(t *testing.T) {
+	t.Parallel()
+	p := newPod(t, helmtest.Options{Set: []string{"api.enabled=true", "api.tls.secretName=tls", "api.tokenLifetime=30m"}}, 0)
+	require.NoError(t, os.Mkdir(p.root+"/minicluster/keys/api", 0o755))
+	for _, f := range []string{"user", "token", "secret-key", "tls.crt", "tls.key"} {
+		p.write(t, "/minicluster/keys/api/"+f, "the "+f+"\n", 0o444)
+	}
+	// The API server the keys container installs: it notes its arguments and stays up.
+	p.write(t, "/minicluster/keys/minicluster-api", "#!"+busybox+" sh\necho \"$@\" > "+p.fake+"/api-args\nexec sleep 60\n", 0o555)
+	p.brokers(t, "0 0 30")
+	cmd, wait := p.start(t)
+	p.waitSleeping(t, 1, "the broker runs")
+	var args []byte
+	require.Eventually(t, func() bool {
+		var err error
+		args, err = os.ReadFile(p.fake + "/api-args")
+		return err == nil && len(args) > 0
+	}, 10*time.Second, 20*time.Millisecond, "the API server started")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	_, out := wait()
+	for _, want := range []string{"--credentials=" + p.root + "/minicluster/api/credentials", "--token-lifetime=30m",
+		"--tls-cert=" + p.root + "/minicluster/api/tls/tls.crt", "--tls-key=" + p.root + "/minicluster/api/tls/tls.key"} {
+		assert.Contains(t, string(args), want, out)
+	}
+	for _, dir := range []string{"credentials", "tls"} {
+		info, err := os.Stat(p.root + "/minicluster/api/" + dir)
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o700), info.Mode().Perm(), dir)
+	}
+	for f, dir := range map[string]string{"user": "credentials", "token": "credentials", "secret-key": "credentials", "tls.crt": "tls", "tls.key": "tls"} {
+		path := p.root + "/minicluster/api/" + dir + "/" + f
+		info, err := os.Stat(path)
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o400), info.Mode().Perm(), path)
+		got, _ := os.ReadFile(path)
+		assert.Equal(t, "the "+f+"\n", string(got))
+	}
+	_, err := os.Stat(p.root + "/minicluster/keys/.installed")
+	assert.NoError(t, err, "the keys container was not told the keys are installed")
+}
+
+// Without the credentials the keys container should have handed over, the lead cannot serve the
+// API with authentication: it stops, saying where to look, rather than serve without.
+func TestEntrypointAPIWithoutCredentials(t *testing.T) {
+	t.Parallel()
+	p := newPod(t, helmtest.Options{Set: []string{"api.enabled=true"}}, 0)
+	p.brokers(t, "0 60")
+	p.cannotStart(t, "the API's credentials were not handed over (api.requireAuth=true)")
 }
 
 func TestEntrypointFailsWithoutFlux(t *testing.T) {
