@@ -196,3 +196,49 @@ func TestRealAPIServer(t *testing.T) {
 		t.Fatalf("fetch from a ConfigMap as the brokers' account: %v", err)
 	}
 }
+
+// The API's credentials as the chart makes them: Helm creates the data-less Secret, the keygen
+// Job fills it (get and update on its name), and the lead's keys container, with get, list and
+// watch on that name, hands the files over; nothing else of the namespace is readable to it.
+func TestRealAPIServerAPICredentials(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	admin := kubernetes.NewForConfigOrDie(adminConfig(t))
+	ns := namespace(t, admin)
+	meta := kube.ObjectMeta(kube.Options{Release: "ka", Namespace: ns}, "ka-api", "api")
+	if _, err := admin.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: meta, Type: corev1.SecretTypeOpaque}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	keygenClient := accountClient(t, admin, ns, "ka-keygen", keygenRules("secrets", "ka-api"))
+	brokerClient := accountClient(t, admin, ns, "ka-broker", brokerRules("secrets", "ka-api"))
+	out := t.TempDir()
+	fetched := make(chan error, 1)
+	go func() {
+		fetched <- sidecar.Fetch(ctx, brokerClient, sidecar.Options{Namespace: ns, APIName: "ka-api", Out: out}, io.Discard)
+	}()
+	time.Sleep(time.Second)
+	var log bytes.Buffer
+	res, err := kube.Run(ctx, keygenClient, kube.Options{Release: "ka", Namespace: ns, SkipCurve: true, APIName: "ka-api"}, &log)
+	if err != nil || len(res) != 1 || res[0].Action != "filled" {
+		t.Fatalf("as the keygen account: %+v %v\n%s", res, err, log.String())
+	}
+	if err := <-fetched; err != nil {
+		t.Fatalf("fetch as the brokers' account: %v", err)
+	}
+	s, err := admin.CoreV1().Secrets(ns).Get(ctx, "ka-api", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Annotations[kube.FilledBy] == "" || len(s.Data["token"]) != 40 {
+		t.Fatalf("the filled Secret: annotations %v, %d bytes of token", s.Annotations, len(s.Data["token"]))
+	}
+	for _, k := range sidecar.APICredentialKeys {
+		got, err := os.ReadFile(filepath.Join(out, sidecar.APIDir, k))
+		if err != nil || !bytes.Equal(got, s.Data[k]) {
+			t.Errorf("%s handed over: %q %v", k, got, err)
+		}
+	}
+	if strings.Contains(log.String(), string(s.Data["token"])) {
+		t.Error("the keygen log shows the token")
+	}
+}
