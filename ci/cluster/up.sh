@@ -71,6 +71,8 @@ if all_alive && [[ -f $KUBECONFIG_FILE ]] && kubectl_admin get --raw /readyz >/d
 	((running_nodes == NODES)) || die "the cluster runs with $running_nodes node(s) and NODES=$NODES asks for $NODES; stop it first (make cluster-down), then make cluster-up NODES=$NODES"
 	say "cluster already up (nothing to do)"
 	registry_up || say "cluster: WARNING: the registries on $CLUSTER_REGISTRY and $CLUSTER_AUTH_REGISTRY did not start" >&2
+	# A cluster started before its nodes ran a NetworkPolicy enforcer gets one now.
+	bash "$(dirname "${BASH_SOURCE[0]}")/netpol.sh" 9>&- || say "cluster: WARNING: the NetworkPolicy enforcer did not start" >&2
 	say "export KUBECONFIG=$KUBECONFIG_FILE"
 	exit 0
 fi
