@@ -127,7 +127,8 @@ done; echo ----`
 
 // TestSecurityTokens: the API's credentials are not in Helm's release record; an access token
 // from POST /v1/token works until its lifetime (api.tokenLifetime) has passed; a token that a
-// client forged with the secret key it holds, valid for ten years, is refused.
+// client forged with the secret key it holds, valid for ten years, is refused; rotated as
+// docs/api.md says, the new token works and the old one no longer does.
 func TestSecurityTokens(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t, "tokens")
@@ -184,6 +185,42 @@ func TestSecurityTokens(t *testing.T) {
 	time.Sleep(time.Until(issued.Add(22 * time.Second)))
 	if status, body := bearer(tok.AccessToken); status != 401 || !strings.Contains(body, "expired") {
 		t.Errorf("an access token past api.tokenLifetime: %d %s", status, body)
+	}
+
+	// Rotation as docs/api.md says: new values in the Secret, then a new lead.
+	s, err := kube.CoreV1().Secrets(ns).Get(context.Background(), r.name+"-api", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Data["token"] = []byte("a-rotated-token-of-forty-characters-0123")
+	if _, err := kube.CoreV1().Secrets(ns).Update(context.Background(), s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods, _, err := brokerPods(ns, r.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kube.CoreV1().Pods(ns).Delete(context.Background(), pods[0].Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 3*time.Minute, "a new lead", func() (bool, string) {
+		p, _, err := brokerPods(ns, r.name)
+		if err != nil {
+			return false, err.Error()
+		}
+		l, ok := p[0]
+		return ok && l.UID != pods[0].UID, "still " + pods[0].Name
+	})
+	waitFluxUp(t, ns, r.name, 1, 16, wiringTimeout)
+	rotated := forwardAPI(t, r, 5000, "http")
+	old := *rotated
+	old.token = c.token
+	if rotated.token != "a-rotated-token-of-forty-characters-0123" {
+		t.Fatalf("the Secret's token is %q after the rotation", rotated.token)
+	}
+	rotated.waitAnswers()
+	if status, _, b := old.call("GET", "/v1/jobs", "", "", true); status != 401 {
+		t.Errorf("the token from before the rotation: %d %s", status, b)
 	}
 }
 
