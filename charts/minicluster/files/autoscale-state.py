@@ -1,0 +1,109 @@
+# Run by minicluster-autoscale in the lead broker's container (flux python THIS SECONDS): one
+# Flux handle that prints, every SECONDS, one JSON line with what sizing the MiniCluster and its
+# metrics need: the brokers (online, drained, allocated), cores and GPUs, the jobs waiting for
+# the scheduler with what each asks for, and job-list's counters. Python because Flux's RPCs are
+# reached through its bindings; the decisions are made in Go.
+import json
+import sys
+import time
+
+import flux
+import flux.constants
+from flux.idset import IDset
+from flux.job.list import JobListRPC
+from flux.resource.list import resource_list
+
+
+def needs(resources, factor=1, out=None):
+    """The jobspec's total count of each resource type (node, core, gpu, ...)."""
+    out = {} if out is None else out
+    for res in resources:
+        count = res.get("count", 1)
+        if isinstance(count, dict):
+            count = count.get("min", 1)
+        n = factor * count
+        out[res["type"]] = out.get(res["type"], 0) + n
+        needs(res.get("with", []), n, out)
+    return out
+
+
+def counts(rset):
+    return {"nodes": rset.nnodes, "cores": rset.ncores, "gpus": rset.ngpus}
+
+
+def pending(h, asked):
+    """Jobs the scheduler holds (state SCHED) with their needs; asked caches each job's needs."""
+    rpc = JobListRPC(
+        h,
+        "job-list.list",
+        {
+            "max_entries": 0,
+            "attrs": ["id", "priority", "urgency", "queue"],
+            "constraint": {"states": [flux.constants.FLUX_JOB_STATE_SCHED]},
+        },
+    )
+    jobs = []
+    seen = set()
+    for job in rpc.get_jobs():
+        jobid = job["id"]
+        seen.add(jobid)
+        if jobid not in asked:
+            try:
+                spec = h.rpc("job-info.lookup", {"id": jobid, "keys": ["jobspec"], "flags": 0}).get()
+                jobspec = spec["jobspec"]
+                if isinstance(jobspec, str):
+                    jobspec = json.loads(jobspec)
+                asked[jobid] = needs(jobspec.get("resources", []))
+            except (OSError, KeyError, ValueError):
+                continue
+        need = asked[jobid]
+        jobs.append(
+            {
+                "id": jobid,
+                "nodes": need.get("node", 0),
+                "cores": need.get("core", 0),
+                "gpus": need.get("gpu", 0),
+                "held": job.get("urgency", 16) == 0 or job.get("priority", 1) == 0,
+                "queue": job.get("queue", ""),
+            }
+        )
+    for jobid in list(asked):
+        if jobid not in seen:
+            del asked[jobid]
+    return jobs
+
+
+def state(h, asked):
+    status = h.rpc("resource.status", nodeid=0).get()
+    rlist = resource_list(h).get()
+    stats = h.rpc("job-list.job-stats", {}).get()
+    return {
+        "time": time.time(),
+        "ranks": len(rlist.all.ranks),
+        "online": str(IDset(status["online"])),
+        "drain": {r: e.get("reason", "") for r, e in status.get("drain", {}).items()},
+        "allocated": str(rlist.allocated.ranks),
+        "all": counts(rlist.all),
+        "up": counts(rlist.up),
+        "busy": counts(rlist.allocated),
+        "pending": pending(h, asked),
+        "stats": stats,
+    }
+
+
+def main():
+    interval = float(sys.argv[1]) if len(sys.argv) > 1 else 2.0
+    h = flux.Flux()
+    asked = {}
+    while True:
+        try:
+            line = json.dumps(state(h, asked))
+        except OSError as err:
+            line = json.dumps({"error": str(err)})
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+        time.sleep(interval)
+
+
+if __name__ == "__main__":
+    main()
