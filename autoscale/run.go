@@ -51,7 +51,11 @@ func (r *Runner) Run(ctx context.Context) error {
 }
 
 func (r *Runner) watch(ctx context.Context) error {
-	cmd := exec.CommandContext(ctx, r.Flux, "python", r.Script, strconv.FormatFloat(r.Every.Seconds(), 'f', -1, 64))
+	args := []string{"python", r.Script, strconv.FormatFloat(r.Every.Seconds(), 'f', -1, 64)}
+	if r.Scaler != nil {
+		args = append(args, r.Dir) // waiting jobs are told when the MiniCluster grows for them
+	}
+	cmd := exec.CommandContext(ctx, r.Flux, args...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

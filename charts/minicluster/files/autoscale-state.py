@@ -1,8 +1,12 @@
-# Run by minicluster-autoscale in the lead broker's container (flux python THIS SECONDS): one
-# Flux handle that prints, every SECONDS, one JSON line with what sizing the MiniCluster and its
-# metrics need: the brokers (online, drained, allocated), cores and GPUs, the jobs waiting for
+# Run by minicluster-autoscale in the lead broker's container (flux python THIS SECONDS [DIR]):
+# one Flux handle that prints, every SECONDS, one JSON line with what sizing the MiniCluster and
+# its metrics need: the brokers (online, drained, allocated), cores and GPUs, the jobs waiting for
 # the scheduler with what each asks for, and job-list's counters. Python because Flux's RPCs are
 # reached through its bindings; the decisions are made in Go.
+#
+# With DIR (the directory the autoscaler shares with the keys container), while the MiniCluster
+# grows each waiting job gets the memo user.autoscale saying so, which the chart's default
+# `flux jobs` format (FLUX_JOBS_FORMAT_DEFAULT) shows; it is removed once the job leaves the queue.
 import json
 import sys
 import time
@@ -73,6 +77,41 @@ def pending(h, asked):
     return jobs
 
 
+def read_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def tell_waiting(h, jobs, directory, told):
+    """Memo each waiting job with the growth it waits for; clear the memo of jobs gone from the
+    queue. told maps a job to the text it was given."""
+    target = read_json(f"{directory}/target.json") or {}
+    try:
+        with open(f"{directory}/size") as f:
+            size = int(f.read().strip())
+    except (OSError, ValueError):
+        size = 0
+    text = None
+    if target.get("size", 0) > size > 0:
+        text = f"waits for brokers: the MiniCluster grows from {size} to {target['size']}"
+    waiting = {job["id"] for job in jobs if not job["held"]}
+    for jobid in set(told) | waiting:
+        want = text if jobid in waiting else None
+        if told.get(jobid) == want:
+            continue
+        try:
+            h.rpc("job-manager.memo", {"id": jobid, "volatile": True, "memo": {"autoscale": want}}).get()
+        except OSError:
+            pass  # the job ended meanwhile
+        if want is None:
+            told.pop(jobid, None)
+        else:
+            told[jobid] = want
+
+
 def state(h, asked):
     status = h.rpc("resource.status", nodeid=0).get()
     rlist = resource_list(h).get()
@@ -93,11 +132,16 @@ def state(h, asked):
 
 def main():
     interval = float(sys.argv[1]) if len(sys.argv) > 1 else 2.0
+    directory = sys.argv[2] if len(sys.argv) > 2 else None
     h = flux.Flux()
     asked = {}
+    told = {}
     while True:
         try:
-            line = json.dumps(state(h, asked))
+            now = state(h, asked)
+            if directory:
+                tell_waiting(h, now["pending"], directory, told)
+            line = json.dumps(now)
         except OSError as err:
             line = json.dumps({"error": str(err)})
         sys.stdout.write(line + "\n")

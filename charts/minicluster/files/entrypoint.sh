@@ -239,6 +239,25 @@ start_api() {
   ) 3<&- 4<&- &
 }
 
+# start_autoscale (autoscale.enabled, metrics.enabled): the lead runs minicluster-autoscale beside
+# its broker (the keys container copied it here). It sizes the MiniCluster by asking the keys
+# container, which holds the pod's Kubernetes credentials, through /minicluster/keys/autoscale,
+# and serves the metrics. Like the API server it outlasts the broker's restarts.
+start_autoscale() {
+  if [ "$index" -ne 0 ] || [ -z "${MINICLUSTER_AUTOSCALE:-}${MINICLUSTER_METRICS_PORT:-}" ]; then return 0; fi
+  set -- --flux="$flux_cmd" --script=/minicluster/scripts/autoscale-state.py --dir=/minicluster/keys/autoscale \
+    --every="${MINICLUSTER_AUTOSCALE_EVERY:-2s}"
+  if [ -n "${MINICLUSTER_METRICS_PORT:-}" ]; then set -- "$@" --metrics-addr=":$MINICLUSTER_METRICS_PORT"; fi
+  # shellcheck disable=SC2086 # MINICLUSTER_AUTOSCALE holds flags the chart wrote, split on purpose
+  set -- "$@" ${MINICLUSTER_AUTOSCALE:-}
+  (
+    while :; do
+      /minicluster/keys/minicluster-autoscale "$@" || log "the autoscaler exited with status $?: starting it again"
+      sleep 1
+    done
+  ) 3<&- 4<&- &
+}
+
 # broker_options: the broker's settings (broker_args).
 broker_options() {
   # logging.quiet: the brokers log emergencies alone; logging.debug (not quiet): everything.
@@ -704,6 +723,7 @@ main() {
   install_keys
   encode_resources
   start_api
+  start_autoscale
   broker_options
   state_options
   rc3_option
