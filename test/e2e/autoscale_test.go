@@ -4,12 +4,17 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -17,6 +22,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/minicluster/minicluster/internal/tooltest"
 )
 
 // autoscaled are the values of an autoscaled MiniCluster of 1 to 4 brokers with the REST API and
@@ -41,15 +48,20 @@ func TestAutoscale(t *testing.T) {
 		api := forwardAPI(t, r, 5000, "http")
 		api.waitAnswers()
 		metrics := forwardService(t, ns, r.name+"-metrics", 8052)
+		prom := startPrometheus(t, strings.TrimPrefix(metrics, "http://"))
+		eventually(t, time.Minute, "Prometheus scrapes the metrics Service", func() (bool, string) {
+			v, err := promQuery(prom, `minicluster_flux_up`)
+			return err == nil && v == 1, fmt.Sprint(v, err)
+		})
 		out := api.curl("-d", "command=hostname", "-d", "num_nodes=4", api.base+"/v1/jobs/submit")
 		id, _ := decode[map[string]any](t, []byte(out))["id"].(string)
 		eventually(t, time.Minute, "flux jobs says why the job waits", func() (bool, string) {
 			out, stderr, _ := fluxIn(ns, lead, "jobs")
 			return strings.Contains(out, "waits for brokers: the MiniCluster grows from 1 to 4"), out + stderr
 		})
-		eventually(t, time.Minute, "the metrics show the job waiting", func() (bool, string) {
-			m := scrape(t, metrics)
-			return m[`minicluster_jobs{queue="",state="pending"}`] >= 1 || m[`minicluster_target_size`] == 4, fmt.Sprint(m)
+		eventually(t, time.Minute, "a PromQL query sees the job waiting", func() (bool, string) {
+			v, err := promQuery(prom, `sum(minicluster_jobs{state="pending"})`)
+			return err == nil && v >= 1, fmt.Sprint(v, err)
 		})
 		if job := api.waitJob(id, 3*time.Minute); job["result"] != "COMPLETED" {
 			t.Fatalf("the 4-node job: %v", job)
@@ -210,6 +222,63 @@ func forwardService(t testing.TB, ns, svc string, port int) string {
 		t.Fatalf("kubectl port-forward to service/%s printed no local port in 60 s", svc)
 		return ""
 	}
+}
+
+// startPrometheus runs Debian's Prometheus scraping target (host:port) every second until the
+// test ends, and returns its base URL.
+func startPrometheus(t testing.TB, target string) string {
+	t.Helper()
+	bin := tooltest.File(t, "/usr/bin/prometheus", "apt-get install prometheus (make deps)")
+	dir := t.TempDir()
+	config := fmt.Sprintf("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: minicluster\n    static_configs:\n      - targets: [%q]\n", target)
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
+		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr)
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("prometheus:\n%s", indent(log.String()))
+		}
+	})
+	return "http://" + addr
+}
+
+// promQuery runs an instant PromQL query that gives one number.
+func promQuery(base, query string) (float64, error) {
+	resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(query))
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var answer struct {
+		Status string
+		Data   struct {
+			Result []struct{ Value []any }
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil {
+		return 0, err
+	}
+	if answer.Status != "success" || len(answer.Data.Result) != 1 || len(answer.Data.Result[0].Value) != 2 {
+		return 0, fmt.Errorf("%q: %+v", query, answer)
+	}
+	s, _ := answer.Data.Result[0].Value[1].(string)
+	return strconv.ParseFloat(s, 64)
 }
 
 // scrape reads base/metrics into a map from each series (name{labels}) to its value.
