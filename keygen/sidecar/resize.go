@@ -10,6 +10,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -39,7 +40,12 @@ type Resizer struct {
 
 // Run applies targets until ctx ends.
 func (r *Resizer) Run(ctx context.Context) {
-	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
+	// The broker's container writes its targets here, as whatever user it runs as.
+	err := os.MkdirAll(r.Dir, 0o755)
+	if err == nil {
+		err = os.Chmod(r.Dir, 0o1777)
+	}
+	if err != nil {
 		fmt.Fprintf(r.Log, "flux-keygen: autoscale: %v\n", err)
 		return
 	}
@@ -102,8 +108,20 @@ func (r *Resizer) Apply(ctx context.Context, t target.Target) error {
 	if err != nil {
 		return fmt.Errorf("resizing the Job %s from %d to %d brokers: %w", r.Job, from, t.Size, err)
 	}
-	if err := HandBack(ctx, r.Client, job); err != nil {
-		fmt.Fprintf(r.Log, "flux-keygen: autoscale: %v\n", err)
+	// The Job controller writes the Job's status all the while: a hand-back that met a newer
+	// version is tried again on it.
+	for try := 0; ; try++ {
+		err := HandBack(ctx, r.Client, job)
+		if err == nil {
+			break
+		}
+		if !apierrors.IsConflict(errors.Unwrap(err)) || try == 4 {
+			fmt.Fprintf(r.Log, "flux-keygen: autoscale: %v\n", err)
+			break
+		}
+		if job, err = jobs.Get(ctx, r.Job, metav1.GetOptions{}); err != nil {
+			return fmt.Errorf("reading the Job %s: %w", r.Job, err)
+		}
 	}
 	reason := "Grown"
 	if t.Size < from {
