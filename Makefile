@@ -181,7 +181,7 @@ kwok-up: ## KWOK_NODES simulated nodes (KWOK_MAX_PODS pods each, default 110) on
 kwok-down: ## stop kwok and delete its nodes
 	bash ci/kwok/down.sh
 
-kueue-up: ## Kueue (built from ../shared/kueue once, cached) in the local cluster, webhooks included; queue.name then queues a MiniCluster
+kueue-up: ## Kueue (built once from its pinned source, cached) in the local cluster, webhooks included; queue.name then queues a MiniCluster
 	bash ci/kueue/up.sh
 
 kueue-down: ## remove Kueue from the local cluster, its webhooks first (Jobs still queued stay suspended)

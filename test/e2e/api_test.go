@@ -24,6 +24,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/minicluster/minicluster/internal/sources"
 	"github.com/minicluster/minicluster/internal/tooltest"
 	"github.com/minicluster/minicluster/restapi"
 )
@@ -175,12 +176,11 @@ func (c *apiConn) runsHostname(r *release, n int, curlArgs ...string) {
 	}
 }
 
-// refClient unpacks the reference's snapshot (../shared/flux-restful-api) and returns the
-// directory of its Python client.
+// refClient unpacks the reference's pinned source (internal/sources) and returns the directory
+// of its Python client.
 func refClient(t testing.TB) string {
 	t.Helper()
-	shared := envOr("MINICLUSTER_SHARED", filepath.Join(filepath.Dir(repoRoot), "shared"))
-	tarball := tooltest.File(t, filepath.Join(shared, "flux-restful-api", "flux-restful-api-46dcc32.tar.gz"), "the reference snapshot lives in ../shared/flux-restful-api")
+	tarball := pinnedSource(t, "flux-restful-api")
 	dir := t.TempDir()
 	if out, err := exec.Command("tar", "-xzf", tarball, "-C", dir).CombinedOutput(); err != nil {
 		t.Fatalf("unpacking %s: %v\n%s", tarball, err, out)
@@ -190,6 +190,26 @@ func refClient(t testing.TB) string {
 		t.Fatalf("no clients/python in %s", tarball)
 	}
 	return matches[0]
+}
+
+// pinnedSource is the path of the source pinned under name (internal/sources/sources.txt): from
+// a mirror, the build cache or its upstream location; the test ends as for a missing tool when
+// none gives it.
+func pinnedSource(t testing.TB, name string) string {
+	t.Helper()
+	s, err := sources.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	places, err := sources.DefaultPlaces(repoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, err := s.Fetch(places, os.Stderr)
+	if err != nil {
+		tooltest.Missing(t, "%v", err)
+	}
+	return path
 }
 
 // python runs Debian's python3 with the reference client on PYTHONPATH and the variables it

@@ -31,7 +31,7 @@ import (
 // each pod, and its container copies the software once more), the chart's default
 // (flux.view.mode=auto: the view image mounted on Kubernetes >= 1.35) and the chart copying the
 // view as the operator does (flux.view.mode=copy, once; into memory with
-// BENCH_COPY_MEDIUM=Memory). The operator is the source snapshot in ../shared/flux-operator, built
+// BENCH_COPY_MEDIUM=Memory). The operator is its pinned source snapshot (internal/sources), built
 // by ci/operator/build.sh and run out of cluster by this benchmark (its manager process, the
 // MiniCluster CRD applied first and deleted at the end). At each size of BENCH_OPERATOR_SIZES
 // (default 6,16), every step runs on every side in turn, the side that goes first rotating from
