@@ -29,7 +29,8 @@ type Runner struct {
 	Metrics *Metrics
 	Log     *log.Logger
 
-	wrote target.Target
+	wrote   target.Target
+	lastErr string // the last error said, said again only when it changes
 }
 
 // Run looks at Flux until ctx ends, starting the state helper again whenever it exits (Flux
@@ -70,9 +71,13 @@ func (r *Runner) watch(ctx context.Context) error {
 		st, err := ParseState(lines.Bytes())
 		if err != nil {
 			r.Metrics.Observe(nil, r.liveSize(), r.wrote.Size)
-			r.Log.Print(err)
+			if err.Error() != r.lastErr {
+				r.Log.Print(err)
+			}
+			r.lastErr = err.Error()
 			continue
 		}
+		r.lastErr = ""
 		r.step(ctx, st)
 	}
 	return fmt.Errorf("the state helper ended: %v", cmd.Wait())

@@ -133,7 +133,14 @@ def state(h, asked):
 def main():
     interval = float(sys.argv[1]) if len(sys.argv) > 1 else 2.0
     directory = sys.argv[2] if len(sys.argv) > 2 else None
-    h = flux.Flux()
+    while True:
+        try:
+            h = flux.Flux()
+            break
+        except OSError as err:  # the broker is not up yet
+            sys.stdout.write(json.dumps({"error": f"connecting to Flux: {err}"}) + "\n")
+            sys.stdout.flush()
+            time.sleep(interval)
     asked = {}
     told = {}
     while True:
