@@ -78,27 +78,45 @@ func BenchmarkAutoscale(b *testing.B) {
 	report(b, "s/manual-start", byHand)
 	report(b, "s/shrink-past-idle", shrink)
 
-	// The metrics' cost: the lead's CPU over 200 scrapes, less the same time unscraped.
-	base := forwardService(b, ns, auto.name+"-metrics", 8052)
-	const scrapes = 200
-	quiet := leadAutoscaleCPU(b, ns, autoLead)
-	start := time.Now()
-	time.Sleep(10 * time.Second)
-	unscraped := (leadAutoscaleCPU(b, ns, autoLead) - quiet) / time.Since(start).Seconds()
-	before := leadAutoscaleCPU(b, ns, autoLead)
-	start = time.Now()
-	for range scrapes {
-		resp, err := http.Get(base + "/metrics")
-		if err != nil || resp.StatusCode != http.StatusOK {
-			b.Fatalf("scraping the metrics: %v", err)
-		}
-		resp.Body.Close()
+	b.Logf("floor %.2f s, autoscaled %.2f s, by hand %.2f s, shrink %.2f s past idle",
+		floor.Seconds()/float64(b.N), scaled.Seconds()/float64(b.N), byHand.Seconds()/float64(b.N), shrink.Seconds()/float64(b.N))
+}
+
+// BenchmarkMetrics: the lead's CPU for one scrape of the metrics of a MiniCluster of
+// BENCH_METRICS_SIZE brokers (64), over 200 scrapes, less what the autoscaler and its Flux helper
+// use unscraped in as long (that figure too, per second).
+func BenchmarkMetrics(b *testing.B) {
+	size, err := strconv.Atoi(envOr("BENCH_METRICS_SIZE", "64"))
+	if err != nil || size < 1 {
+		b.Fatalf("BENCH_METRICS_SIZE=%q: give a number of brokers", os.Getenv("BENCH_METRICS_SIZE"))
 	}
-	used := leadAutoscaleCPU(b, ns, autoLead) - before - unscraped*time.Since(start).Seconds()
-	metric(b, used/scrapes*1000, "ms-cpu/scrape")
-	metric(b, unscraped*1000, "ms-cpu/s-unscraped")
-	b.Logf("floor %.2f s, autoscaled %.2f s, by hand %.2f s, shrink %.2f s past idle; %.3f ms of CPU a scrape, %.1f ms/s unscraped",
-		floor.Seconds()/float64(b.N), scaled.Seconds()/float64(b.N), byHand.Seconds()/float64(b.N), shrink.Seconds()/float64(b.N), used/scrapes*1000, unscraped*1000)
+	ns := newNamespace(b, "bench-metrics")
+	r := newRelease(b, ns, "flux-sample", helm4)
+	r.install("--set", fmt.Sprintf("size=%d", size), "--set", fmt.Sprintf("maxSize=%d", size), "--set", "metrics.enabled=true")
+	lead := waitFluxUp(b, ns, r.name, size, size, sizedWait(size))[0].Name
+	base := forwardService(b, ns, r.name+"-metrics", 8052)
+	const scrapes = 200
+	var used, unscraped float64
+	for b.Loop() {
+		quiet := leadAutoscaleCPU(b, ns, lead)
+		start := time.Now()
+		time.Sleep(10 * time.Second)
+		idle := (leadAutoscaleCPU(b, ns, lead) - quiet) / time.Since(start).Seconds()
+		before := leadAutoscaleCPU(b, ns, lead)
+		start = time.Now()
+		for range scrapes {
+			resp, err := http.Get(base + "/metrics")
+			if err != nil || resp.StatusCode != http.StatusOK {
+				b.Fatalf("scraping the metrics: %v", err)
+			}
+			resp.Body.Close()
+		}
+		used += (leadAutoscaleCPU(b, ns, lead) - before - idle*time.Since(start).Seconds()) / scrapes
+		unscraped += idle
+	}
+	metric(b, used/float64(b.N)*1000, "ms-cpu/scrape")
+	metric(b, unscraped/float64(b.N)*1000, "ms-cpu/s-unscraped")
+	b.Logf("%d brokers: %.3f ms of the lead's CPU a scrape, %.1f ms a second unscraped", size, used/float64(b.N)*1000, unscraped/float64(b.N)*1000)
 }
 
 // resize sets a Job's parallelism and completions.
