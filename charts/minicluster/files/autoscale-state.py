@@ -42,7 +42,7 @@ def pending(h, asked):
         "job-list.list",
         {
             "max_entries": 0,
-            "attrs": ["id", "priority", "urgency", "queue"],
+            "attrs": ["priority", "urgency", "queue"],
             "constraint": {"states": [flux.constants.FLUX_JOB_STATE_SCHED]},
         },
     )

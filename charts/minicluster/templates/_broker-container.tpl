@@ -92,7 +92,7 @@
         # flux jobs shows why a job waits while the MiniCluster grows for it (its memo
         # user.autoscale, set by the autoscaler) after flux-core's default columns.
         - name: FLUX_JOBS_FORMAT_DEFAULT
-          value: "{id.f58:>12} ?:{queue:<8.8} +:{username:<8} {name:<10.10+} {status_abbrev:>2.2} {ntasks:>6} {nnodes:>6h} {contextual_time!F:>8h} {contextual_info}{user.autoscale}"
+          value: "{id.f58:>12} ?:{queue:<8.8} +:{username:<8} {name:<10.10+} {status_abbrev:>2.2} {ntasks:>6} {nnodes:>6h} {contextual_time!F:>8h} {contextual_info} ?:{user.autoscale}"
         {{- end }}
         {{- if or .Values.autoscale.enabled .Values.metrics.enabled }}
         - name: MINICLUSTER_AUTOSCALE_EVERY
