@@ -143,17 +143,24 @@ def main():
             time.sleep(interval)
     asked = {}
     told = {}
+    # The autoscaler answers a look with a target at once: the waiting jobs are told a moment
+    # after each look, not a whole interval later.
+    tell_after = min(0.3, interval / 2)
     while True:
         try:
             now = state(h, asked)
-            if directory:
-                tell_waiting(h, now["pending"], directory, told)
             line = json.dumps(now)
         except OSError as err:
-            line = json.dumps({"error": str(err)})
+            now, line = None, json.dumps({"error": str(err)})
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
-        time.sleep(interval)
+        time.sleep(tell_after)
+        if directory and now:
+            try:
+                tell_waiting(h, now["pending"], directory, told)
+            except OSError:
+                pass
+        time.sleep(interval - tell_after)
 
 
 if __name__ == "__main__":
