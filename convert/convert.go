@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -98,22 +99,19 @@ func convertDoc(doc []byte, opts Options) (Result, error) {
 	if head.APIVersion != apiVersion {
 		return Result{}, fmt.Errorf("apiVersion %q: only %s MiniClusters are converted; update the file to v1alpha2 first (the Flux Operator's docs list the changes)", head.APIVersion, apiVersion)
 	}
-	var mc miniCluster
-	if err := yaml.UnmarshalStrict(doc, &mc); err != nil {
-		return Result{}, fmt.Errorf("%w: the field is not in the v1alpha2 MiniCluster (a typo, or a field of another version)", err)
-	}
 	var raw map[string]any
 	if err := yaml.Unmarshal(doc, &raw); err != nil {
 		return Result{}, err
 	}
-	if err := refuse(raw); err != nil {
-		return Result{}, err
+	if refused := refusals(raw); len(refused) > 0 {
+		return Result{}, fmt.Errorf("cannot convert: %d %s:\n  %s", len(refused), plural(len(refused), "field", "fields"), strings.Join(refused, "\n  "))
+	}
+	var mc miniCluster
+	if err := yaml.UnmarshalStrict(doc, &mc); err != nil {
+		return Result{}, fmt.Errorf("%w: see `minicluster-convert --table` for the v1alpha2 MiniCluster's fields", err)
 	}
 	if mc.Metadata.Name == "" {
 		return Result{}, errors.New("metadata.name is empty: the MiniCluster's name becomes the release name")
-	}
-	if len(mc.Metadata.Labels)+len(mc.Metadata.Annotations) > 0 {
-		return Result{}, errors.New("metadata.labels and metadata.annotations have no place in chart values: drop them (pod.labels and pod.annotations go on the pods)")
 	}
 	c := converter{mc: mc, opts: opts, values: map[string]any{}}
 	if err := c.run(); err != nil {
@@ -122,9 +120,16 @@ func convertDoc(doc []byte, opts Options) (Result, error) {
 	return Result{Name: mc.Metadata.Name, Namespace: mc.Metadata.Namespace, Values: c.values}, nil
 }
 
-// refuse walks the fields the document sets and fails on the first refused one (in path order)
-// that is set to something other than its operator default.
-func refuse(raw map[string]any) error {
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// refusedFields are the fields of Fields the chart cannot do (Refused) that the document sets
+// to other than the operator's default, in path order, each with what to do.
+func refusedFields(raw map[string]any) []string {
 	spec, _ := raw["spec"].(map[string]any)
 	var errs []string
 	var walk func(path, shown string, v any)
@@ -153,10 +158,7 @@ func refuse(raw map[string]any) error {
 		}
 	}
 	walk("spec", "spec", spec)
-	if len(errs) > 0 {
-		return fmt.Errorf("cannot convert:\n  %s", strings.Join(errs, "\n  "))
-	}
-	return nil
+	return errs
 }
 
 func fieldExact(path string) (Field, bool) {
@@ -243,12 +245,11 @@ func (c *converter) run() error {
 		return fmt.Errorf("spec.size %d: the chart runs 1 to %d brokers", s.Size, maxBrokers)
 	}
 	c.set("size", int(size))
-	if s.MaxSize != 0 {
-		if s.MaxSize < size || s.MaxSize > maxBrokers {
-			return fmt.Errorf("spec.maxSize %d: want size (%d) to %d", s.MaxSize, size, maxBrokers)
-		}
-		c.set("maxSize", int(s.MaxSize))
+	if s.MaxSize != 0 && (s.MaxSize < size || s.MaxSize > maxBrokers) {
+		return fmt.Errorf("spec.maxSize %d: want size (%d) to %d", s.MaxSize, size, maxBrokers)
 	}
+	// The operator's maxSize defaults to size; the chart's would be max(size, 16).
+	c.set("maxSize", int(max(s.MaxSize, size)))
 	if s.BackoffLimit < 0 {
 		return fmt.Errorf("spec.backoffLimit %d: want 0 or more", s.BackoffLimit)
 	}
@@ -322,10 +323,10 @@ func (c *converter) flux() error {
 		if view.MountPath != "" && view.MountPath != "/mnt/flux" {
 			c.set("flux.view.mountPath", view.MountPath)
 		}
-		if r := toAny(view.Resources); !isZero(r) {
+		if r := toMap(view.Resources); len(r) > 0 {
 			c.set("flux.view.resources", r)
 		}
-		if sc := toAny(view.SecurityContext); !isZero(sc) {
+		if sc := toMap(view.SecurityContext); len(sc) > 0 {
 			c.set("flux.view.securityContext", sc)
 		}
 	}
@@ -420,7 +421,7 @@ func (c *converter) pod() {
 	if p.HostPID {
 		c.set("hostPID", true)
 	}
-	if sc := toAny(p.SecurityContext); !isZero(sc) {
+	if sc := toMap(p.SecurityContext); len(sc) > 0 {
 		c.set("podSecurityContext", sc)
 	}
 }
@@ -523,21 +524,25 @@ func (c *converter) runnerContainer(at string, ct miniClusterContainer, size int
 	if ct.WorkingDir != "" {
 		c.set("workingDir", ct.WorkingDir)
 	}
-	if r := toAny(ct.Resources); !isZero(r) {
+	if r := toMap(ct.Resources); len(r) > 0 {
 		c.set("resources", r)
 	}
-	if sc := toAny(ct.SecurityContext); !isZero(sc) {
+	if sc := toMap(ct.SecurityContext); len(sc) > 0 {
 		c.set("securityContext", sc)
 	}
 	if l := lifecycleOf(ct); l != nil {
 		c.set("lifecycle", l)
 	}
 	command := strings.TrimSpace(ct.Command)
-	if ct.Commands.Script != "" {
+	script := strings.TrimSpace(ct.Commands.Script) != ""
+	if script {
 		if command != "" {
 			return fmt.Errorf("%s: both command and commands.script are set (the operator refuses this too); keep one", at)
 		}
-		command = ct.Commands.Script
+		if ct.Batch {
+			return fmt.Errorf("%s: commands.script with batch: the operator's batch runs the lines of command and never the script; drop one", at)
+		}
+		command = scriptCommand(ct.Commands.Script)
 	}
 	c.operatorSettings(ct)
 	if c.mc.Spec.Interactive || command == "" {
@@ -566,8 +571,10 @@ func (c *converter) runnerContainer(at string, ct miniClusterContainer, size int
 		c.set("command", command)
 		return nil
 	}
-	if f := c.mc.Spec.Flux; f.OptionFlags != "" || f.SubmitCommand != "" {
-		// The operator's own submit line, as the instance's initial program.
+	// The operator submits the command as a job of tasks tasks. Where the chart's tasks cannot
+	// say the same (fewer tasks than brokers, the operator's submit options, a script run by
+	// bash), the command becomes the operator's own submit line, as the initial program.
+	if f := c.mc.Spec.Flux; f.OptionFlags != "" || f.SubmitCommand != "" || script || tasks > 0 && tasks < size {
 		submit := "flux submit"
 		if f.SubmitCommand != "" {
 			submit = f.SubmitCommand
@@ -589,18 +596,25 @@ func (c *converter) runnerContainer(at string, ct miniClusterContainer, size int
 		c.set("command", strings.Join(append(words, "--quiet", "--watch", command), " "))
 		return nil
 	}
-	switch {
-	case tasks == 0:
-		c.set("tasks", size)
-	case tasks == 1:
-		// once: the chart runs the command as the instance's initial program
-	case tasks >= size:
-		c.set("tasks", tasks)
-	default:
-		command = "flux submit -n " + strconv.Itoa(tasks) + " --quiet --watch " + command
+	// The chart's tasks: flux submit -N size -n tasks, the operator's line for tasks >= size;
+	// its tasks 0 is one task per broker.
+	if tasks == 0 {
+		tasks = size
 	}
+	c.set("tasks", tasks)
 	c.set("command", command)
 	return nil
+}
+
+// scriptCommand runs a commands.script as the operator does: written out through an unquoted
+// heredoc, so that the shell expands $VAR, $(...) and \$ in it first, then run with bash.
+func scriptCommand(script string) string {
+	script = strings.TrimRight(script, "\n")
+	end := "EOF"
+	for slices.Contains(strings.Split(script, "\n"), end) {
+		end += "_"
+	}
+	return "/bin/bash -c \"$(cat <<" + end + "\n" + script + "\n" + end + "\n)\""
 }
 
 func (c *converter) sidecar(at string, ct miniClusterContainer, env, mounts []any) (map[string]any, error) {
@@ -640,10 +654,10 @@ func addContainerFields(m map[string]any, ct miniClusterContainer, env, mounts [
 	if len(mounts) > 0 {
 		m["volumeMounts"] = mounts
 	}
-	if r := toAny(ct.Resources); !isZero(r) {
+	if r := toMap(ct.Resources); len(r) > 0 {
 		m["resources"] = r
 	}
-	if s := toAny(ct.SecurityContext); !isZero(s) {
+	if s := toMap(ct.SecurityContext); len(s) > 0 {
 		m["securityContext"] = s
 	}
 	if l := lifecycleOf(ct); l != nil {
@@ -693,14 +707,7 @@ func (c *converter) services() error {
 	}
 	if len(services) > 0 {
 		c.set("services", services)
-		// The operator's name of the services pod, <name>-services.<headlessName>., is the
-		// chart's <name>-services. (the same namespace and domain follow): in every string.
-		headless := c.mc.Spec.Network.HeadlessName
-		if headless == "" {
-			headless = operatorHeadlessName
-		}
-		from := c.mc.Metadata.Name + "-services." + headless + "."
-		c.values = renamed(c.values, from, c.mc.Metadata.Name+"-services.").(map[string]any)
+		c.values = renamed(c.values, servicesHostname(c.mc.Metadata.Name, c.mc.Spec.Network.HeadlessName)).(map[string]any)
 	}
 	if len(volumes) > 0 {
 		c.set("servicesVolumes", volumes)
@@ -708,18 +715,32 @@ func (c *converter) services() error {
 	return nil
 }
 
-// renamed is v with old replaced by new in every string.
-func renamed(v any, old, new string) any {
+// servicesHostname matches the operator's names of its services pod: <name>-services.<subdomain>
+// with the subdomain its headless Service: headlessName, else the MiniCluster's name (this
+// operator's default), or flux-service (older operators' default, still in their docs); alone
+// or followed by the namespace and domain. The chart's name is <name>-services; groups 1 and 3
+// are the characters around the name, kept.
+func servicesHostname(name, headless string) *regexp.Regexp {
+	subdomains := []string{regexp.QuoteMeta(name), operatorHeadlessName}
+	if headless != "" {
+		subdomains = append(subdomains, regexp.QuoteMeta(headless))
+	}
+	return regexp.MustCompile(`(^|[^.\w-])(` + regexp.QuoteMeta(name+"-services") + `)\.(?:` + strings.Join(subdomains, "|") + `)(\.|[^.\w-]|$)`)
+}
+
+// renamed is v with the operator's names of the services pod made the chart's in every string.
+func renamed(v any, name *regexp.Regexp) any {
 	switch x := v.(type) {
 	case string:
-		return strings.ReplaceAll(x, old, new)
+		// Twice: a match takes the character after it, which may come before the next one.
+		return name.ReplaceAllString(name.ReplaceAllString(x, "$1$2$3"), "$1$2$3")
 	case map[string]any:
 		for k, e := range x {
-			x[k] = renamed(e, old, new)
+			x[k] = renamed(e, name)
 		}
 	case []any:
 		for i, e := range x {
-			x[i] = renamed(e, old, new)
+			x[i] = renamed(e, name)
 		}
 	}
 	return v
@@ -759,8 +780,9 @@ func (c *converter) fluxContainer(at string, ct miniClusterContainer, env, mount
 	} else if cm.Script != "" {
 		return nil, fmt.Errorf("%s: both command and commands.script are set; keep one", at)
 	}
-	if command == "" {
-		return nil, fmt.Errorf("%s.command is empty: a container that uses the broker's Flux runs a command (or set noWrapEntrypoint: true to run it as its image gives it)", at)
+	// commands.post alone is a whole container: the operator runs it once the socket exists.
+	if command == "" && strings.TrimSpace(cm.Init+cm.ServicePre+cm.Post) == "" {
+		return nil, fmt.Errorf("%s.command is empty: a container that uses the broker's Flux runs its command or commands (init, servicePre, post); give one, or set noWrapEntrypoint: true to run it as its image gives it", at)
 	}
 	var script []string
 	for _, s := range []string{cm.Init, cm.ServicePre, command, cm.Post} {
@@ -899,16 +921,13 @@ func (c *converter) volumes(at string, ct miniClusterContainer, seen map[string]
 			continue
 		}
 		seen[name] = true
-		vol := toAny(corev1.Volume{Name: name, VolumeSource: src}).(map[string]any)
-		if _, ok := vol["emptyDir"]; !ok && src.EmptyDir != nil {
-			vol["emptyDir"] = map[string]any{} // an empty emptyDir is still its source
-		}
-		vols = append(vols, vol)
+		vols = append(vols, toAny(corev1.Volume{Name: name, VolumeSource: src}))
 	}
 	return mounts, vols, nil
 }
 
-// toAny turns a value into its JSON shape (maps, lists, scalars), dropping empty fields.
+// toAny turns a value into its JSON shape (maps, lists, scalars). It keeps every value the
+// user wrote, false, 0 and "" too: the types' omitempty leaves out only what was not written.
 func toAny(v any) any {
 	raw, err := json.Marshal(v)
 	if err != nil {
@@ -920,24 +939,25 @@ func toAny(v any) any {
 	if err := dec.Decode(&out); err != nil {
 		panic(err)
 	}
-	return prune(out)
+	return integers(out)
 }
 
-func prune(v any) any {
+// toMap is toAny of a struct: its fields that were written, by their JSON names.
+func toMap(v any) map[string]any {
+	m, _ := toAny(v).(map[string]any)
+	return m
+}
+
+// integers turns the decoder's numbers into int64 (or float64 where they are not whole).
+func integers(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, e := range x {
-			e = prune(e)
-			if e == nil || isZero(e) {
-				delete(x, k)
-			} else {
-				x[k] = e
-			}
+			x[k] = integers(e)
 		}
-		return x
 	case []any:
 		for i := range x {
-			x[i] = prune(x[i])
+			x[i] = integers(x[i])
 		}
 	case json.Number:
 		if i, err := x.Int64(); err == nil {
