@@ -25,9 +25,11 @@ const (
 	apiVersion = "flux-framework.org/v1alpha2"
 	kind       = "MiniCluster"
 	// The operator's defaults, where the chart's differ.
-	operatorViewImage    = "ghcr.io/converged-computing/flux-view-ubuntu:tag-noble"
-	operatorHeadlessName = "flux-service"
-	maxBrokers           = 100000 // the chart's limit: Kubernetes' on an indexed Job's parallelism
+	operatorViewImage = "ghcr.io/converged-computing/flux-view-ubuntu:tag-noble"
+	// The headless Service of earlier operators (this one names it after the MiniCluster),
+	// still in their docs' names of the services pod.
+	olderHeadlessName = "flux-service"
+	maxBrokers        = 100000 // the chart's limit: Kubernetes' on an indexed Job's parallelism
 )
 
 // Options change the images of the result.
@@ -721,7 +723,7 @@ func (c *converter) services() error {
 // or followed by the namespace and domain. The chart's name is <name>-services; groups 1 and 3
 // are the characters around the name, kept.
 func servicesHostname(name, headless string) *regexp.Regexp {
-	subdomains := []string{regexp.QuoteMeta(name), operatorHeadlessName}
+	subdomains := []string{regexp.QuoteMeta(name), olderHeadlessName}
 	if headless != "" {
 		subdomains = append(subdomains, regexp.QuoteMeta(headless))
 	}
