@@ -149,3 +149,81 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 	}
 	return fields
 }
+
+// refusedFields are the fields of Fields the chart cannot do (Refused) that the document sets
+// to other than the operator's default, in path order, each with what to do.
+func refusedFields(raw map[string]any) []string {
+	spec, _ := raw["spec"].(map[string]any)
+	var errs []string
+	var walk func(path, shown string, v any)
+	walk = func(path, shown string, v any) {
+		if f, ok := fieldExact(path); ok {
+			if f.Status == Refused && !isZero(v) && (f.Default == "" || fmt.Sprint(v) != f.Default) {
+				errs = append(errs, fmt.Sprintf("%s: %s", shown, f.Why))
+			}
+			return
+		}
+		switch x := v.(type) {
+		case map[string]any:
+			if isKeyed(path) {
+				for _, k := range sortedKeys(x) {
+					walk(path+"{}", shown+"."+k, x[k])
+				}
+				return
+			}
+			for _, k := range sortedKeys(x) {
+				walk(path+"."+k, shown+"."+k, x[k])
+			}
+		case []any:
+			for i, item := range x {
+				walk(path+"[]", fmt.Sprintf("%s[%d]", shown, i), item)
+			}
+		}
+	}
+	walk("spec", "spec", spec)
+	return errs
+}
+
+func fieldExact(path string) (Field, bool) {
+	for _, f := range Fields {
+		if f.Path == path {
+			return f, true
+		}
+	}
+	return Field{}, false
+}
+
+// isKeyed says whether the object at path is a map with keys of the user's (volumes, secrets).
+func isKeyed(path string) bool {
+	for _, f := range Fields {
+		if strings.HasPrefix(f.Path, path+"{}") {
+			return true
+		}
+	}
+	return false
+}
+
+func isZero(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case bool:
+		return !x
+	case string:
+		return x == ""
+	case float64:
+		return x == 0
+	case int64:
+		return x == 0
+	case map[string]any:
+		for _, e := range x {
+			if !isZero(e) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		return len(x) == 0
+	}
+	return false
+}
