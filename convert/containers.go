@@ -34,18 +34,21 @@ func (c *converter) containers(size int) error {
 	var volumes []any
 	seen := map[string]bool{}
 	var sidecars, fluxContainers []any
+	var errs []error // the first of each container's
 	for i, ct := range cs {
 		at := fmt.Sprintf("spec.containers[%d]", i)
 		mounts, vols, err := c.volumes(at, ct, seen)
 		if err != nil {
-			return err
+			errs = append(errs, err)
+			continue
 		}
 		volumes = append(volumes, vols...)
 		c.addPullSecret(ct.ImagePullSecret)
 		env := envOf(ct)
 		if i == runner {
 			if err := c.runnerContainer(at, ct, size); err != nil {
-				return err
+				errs = append(errs, err)
+				continue
 			}
 			var all []any
 			for _, k := range sortedKeys(c.mc.Spec.Flux.Environment) {
@@ -62,16 +65,21 @@ func (c *converter) containers(size int) error {
 		if !ct.NoWrapEntrypoint {
 			fc, err := c.fluxContainer(at, ct, env, mounts)
 			if err != nil {
-				return err
+				errs = append(errs, err)
+				continue
 			}
 			fluxContainers = append(fluxContainers, fc)
 			continue
 		}
 		sc, err := c.sidecar(at, ct, env, mounts)
 		if err != nil {
-			return err
+			errs = append(errs, err)
+			continue
 		}
 		sidecars = append(sidecars, sc)
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
 	}
 	if len(fluxContainers) > 0 {
 		c.set("fluxContainers", fluxContainers)

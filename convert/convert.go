@@ -109,9 +109,29 @@ func convertDoc(doc []byte, opts Options) (Result, error) {
 	}
 	c := converter{mc: mc, opts: opts, values: map[string]any{}}
 	if err := c.run(); err != nil {
+		if errs := flatten(err); len(errs) > 1 {
+			lines := make([]string, len(errs))
+			for i, e := range errs {
+				lines[i] = e.Error()
+			}
+			return Result{}, fmt.Errorf("cannot convert: %d problems:\n  %s", len(errs), strings.Join(lines, "\n  "))
+		}
 		return Result{}, err
 	}
 	return Result{Name: mc.Metadata.Name, Namespace: mc.Metadata.Namespace, Values: c.values}, nil
+}
+
+// flatten is the errors an errors.Join holds, at any depth; or err alone.
+func flatten(err error) []error {
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	var out []error
+	for _, e := range joined.Unwrap() {
+		out = append(out, flatten(e)...)
+	}
+	return out
 }
 
 func plural(n int, one, many string) string {

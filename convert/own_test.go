@@ -189,3 +189,16 @@ func TestOwnOldFields(t *testing.T) {
 		assert.Contains(t, msg, want)
 	}
 }
+
+// Values the chart cannot take in several parts of a file: each part's in one run.
+func TestOwnSeveralProblems(t *testing.T) {
+	in, err := os.ReadFile(filepath.Join("testdata", "own", "several-problems.yaml"))
+	require.NoError(t, err)
+	res, err := Convert(in, Options{})
+	require.Error(t, err)
+	assert.Nil(t, res.Values)
+	assert.Equal(t, "cannot convert: 3 problems:\n"+
+		"  spec.size 200000: the chart runs 1 to 100000 brokers\n"+
+		"  spec.containers[1].commands.pre: only the container that runs Flux (runFlux) uses it, and the operator ignores it here; drop it, or put the work in this container's command\n"+
+		"  spec.services[0].batch: a service runs no Flux, and the operator ignores it there; drop it", err.Error())
+}

@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -11,27 +12,14 @@ import (
 func (c *converter) services() error {
 	var services, volumes []any
 	seen := map[string]bool{}
+	var errs []error // the first of each service's
 	for i, ct := range c.mc.Spec.Services {
-		at := fmt.Sprintf("spec.services[%d]", i)
-		for name, set := range map[string]bool{"runFlux": ct.RunFlux, "launcher": ct.Launcher, "batch": ct.Batch, "batchRaw": ct.BatchRaw, "logs": ct.Logs != ""} {
-			if set {
-				return fmt.Errorf("%s.%s: a service runs no Flux, and the operator ignores it there; drop it", at, name)
-			}
+		if err := c.service(i, ct, seen, &services, &volumes); err != nil {
+			errs = append(errs, err)
 		}
-		mounts, vols, err := c.volumes(at, ct, seen)
-		if err != nil {
-			return err
-		}
-		volumes = append(volumes, vols...)
-		c.addPullSecret(ct.ImagePullSecret)
-		if ct.Image == "" {
-			return fmt.Errorf("%s.image is empty: give the service's image", at)
-		}
-		sc, err := c.sidecar(at, ct, envOf(ct), mounts)
-		if err != nil {
-			return err
-		}
-		services = append(services, sc)
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
 	}
 	if len(services) > 0 {
 		c.set("services", services)
@@ -40,6 +28,31 @@ func (c *converter) services() error {
 	if len(volumes) > 0 {
 		c.set("servicesVolumes", volumes)
 	}
+	return nil
+}
+
+// service adds services[i] to services, and its volumes to volumes.
+func (c *converter) service(i int, ct miniClusterContainer, seen map[string]bool, services, volumes *[]any) error {
+	at := fmt.Sprintf("spec.services[%d]", i)
+	for _, name := range []string{"runFlux", "launcher", "batch", "batchRaw", "logs"} {
+		if set := map[string]bool{"runFlux": ct.RunFlux, "launcher": ct.Launcher, "batch": ct.Batch, "batchRaw": ct.BatchRaw, "logs": ct.Logs != ""}[name]; set {
+			return fmt.Errorf("%s.%s: a service runs no Flux, and the operator ignores it there; drop it", at, name)
+		}
+	}
+	mounts, vols, err := c.volumes(at, ct, seen)
+	if err != nil {
+		return err
+	}
+	*volumes = append(*volumes, vols...)
+	c.addPullSecret(ct.ImagePullSecret)
+	if ct.Image == "" {
+		return fmt.Errorf("%s.image is empty: give the service's image", at)
+	}
+	sc, err := c.sidecar(at, ct, envOf(ct), mounts)
+	if err != nil {
+		return err
+	}
+	*services = append(*services, sc)
 	return nil
 }
 

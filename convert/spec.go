@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -39,24 +40,26 @@ func (c *converter) run() error {
 	if size == 0 {
 		size = 1 // the operator's default
 	}
+	// Every field the chart cannot take is reported, not the first alone.
+	var errs []error
 	if size < 1 || size > maxBrokers {
-		return fmt.Errorf("spec.size %d: the chart runs 1 to %d brokers", s.Size, maxBrokers)
+		errs = append(errs, fmt.Errorf("spec.size %d: the chart runs 1 to %d brokers", s.Size, maxBrokers))
 	}
 	c.set("size", int(size))
 	if s.MaxSize != 0 && (s.MaxSize < size || s.MaxSize > maxBrokers) {
-		return fmt.Errorf("spec.maxSize %d: want size (%d) to %d", s.MaxSize, size, maxBrokers)
+		errs = append(errs, fmt.Errorf("spec.maxSize %d: want size (%d) to %d", s.MaxSize, size, maxBrokers))
 	}
 	// The operator's maxSize defaults to size; the chart's would be max(size, 16).
 	c.set("maxSize", int(max(s.MaxSize, size)))
 	if s.BackoffLimit < 0 {
-		return fmt.Errorf("spec.backoffLimit %d: want 0 or more", s.BackoffLimit)
+		errs = append(errs, fmt.Errorf("spec.backoffLimit %d: want 0 or more", s.BackoffLimit))
 	}
 	if s.BackoffLimit > 0 {
 		c.set("job.backoffLimit", int(s.BackoffLimit))
 	}
 	if s.DeadlineSeconds != 0 && s.DeadlineSeconds != 31500000 {
 		if s.DeadlineSeconds < 0 {
-			return fmt.Errorf("spec.deadlineSeconds %d: want a positive number of seconds", s.DeadlineSeconds)
+			errs = append(errs, fmt.Errorf("spec.deadlineSeconds %d: want a positive number of seconds", s.DeadlineSeconds))
 		}
 		c.set("job.activeDeadlineSeconds", s.DeadlineSeconds)
 	}
@@ -69,14 +72,10 @@ func (c *converter) run() error {
 	if s.ShareProcessNamespace {
 		c.set("shareProcessNamespace", true)
 	}
-	if err := c.flux(); err != nil {
-		return err
-	}
+	errs = append(errs, c.flux())
 	c.pod()
-	if err := c.containers(int(size)); err != nil {
-		return err
-	}
-	if err := c.services(); err != nil {
+	errs = append(errs, c.containers(int(size)), c.services())
+	if err := errors.Join(errs...); err != nil {
 		return err
 	}
 	if len(c.pullSecrets) > 0 {
