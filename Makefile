@@ -124,9 +124,11 @@ docs: $(HELM_DOCS) ## the chart's README.md (helm-docs, the values table from va
 fuzz: ## short, bounded fuzz runs (FUZZ_TARGETS; FUZZ_EXECS overrides each budget)
 	for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; rest=$${t#*:}; go test -run='^$$' -fuzz="^$${rest%%:*}$$" -fuzztime=$${FUZZ_EXECS:-$${rest#*:}}x "$$pkg" || exit 1; done
 
-e2e: build tools images ## end-to-end tests against the cluster in KUBECONFIG (default: the local one)
+# The Kueue and kwok tests need Kueue and simulated nodes started for them: make e2e-kueue and
+# make e2e-kwok run them, so that nothing here skips for want of either.
+e2e: build tools images ## end-to-end tests against the cluster in KUBECONFIG (default: the local one), the Kueue and kwok ones aside
 	$(push-e2e)
-	CLUSTER_REGISTRY=$(E2E_REGISTRY) $(E2E_AUTH) KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout 70m -v ./test/e2e/... ./keygen/kube/...
+	CLUSTER_REGISTRY=$(E2E_REGISTRY) $(E2E_AUTH) KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout 70m -v -skip 'Kueue|Kwok' ./test/e2e/... ./keygen/kube/...
 
 # The simulated nodes of the scale tests: enough for 1,000 brokers by default (10 nodes of 110 pods).
 KWOK_NODES ?= 10
