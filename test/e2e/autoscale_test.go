@@ -44,6 +44,13 @@ func TestAutoscale(t *testing.T) {
 		pods := waitFluxUp(t, ns, r.name, 1, 4, 3*time.Minute)
 		lead := pods[0].Name
 
+		// A job larger than maxSize is still refused at once.
+		if out, stderr, err := fluxIn(ns, lead, "submit", "-N5", "hostname"); err == nil {
+			t.Fatalf("flux submit -N5 on a MiniCluster of at most 4 brokers was accepted: %s", out)
+		} else {
+			t.Logf("flux submit -N5 refused at once: %s", strings.TrimSpace(stderr))
+		}
+
 		// A 4-node job over the API: it waits (the metrics say so), the MiniCluster grows, it runs.
 		api := forwardAPI(t, r, 5000, "http")
 		api.waitAnswers()
