@@ -7,7 +7,9 @@
 # With DIR (the directory the autoscaler shares with the keys container), while the MiniCluster
 # grows each waiting job gets the memo user.autoscale saying so, which the chart's default
 # `flux jobs` format (FLUX_JOBS_FORMAT_DEFAULT) shows; it is removed once the job leaves the queue.
+import importlib.util
 import json
+import os
 import sys
 import time
 
@@ -18,17 +20,16 @@ from flux.job.list import JobListRPC
 from flux.resource.list import resource_list
 
 
-def needs(resources, factor=1, out=None):
-    """The jobspec's total count of each resource type (node, core, gpu, ...)."""
-    out = {} if out is None else out
-    for res in resources:
-        count = res.get("count", 1)
-        if isinstance(count, dict):
-            count = count.get("min", 1)
-        n = factor * count
-        out[res["type"]] = out.get(res["type"], 0) + n
-        needs(res.get("with", []), n, out)
-    return out
+def load_needs():
+    """needs() of validate-brokers-up.py beside this file: one reading of what a jobspec asks."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "validate-brokers-up.py")
+    spec = importlib.util.spec_from_file_location("validate_brokers_up", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.needs
+
+
+needs = load_needs()
 
 
 def counts(rset):

@@ -76,23 +76,12 @@ func newSidecarCmd(e env) *cobra.Command {
 			}
 			fetch := func() error {
 				// The lead's broker container runs the API server (api.enabled) from here.
-				if apiServer != "" && e.getenv("JOB_COMPLETION_INDEX") == "0" {
-					self, err := os.Executable()
-					if err != nil {
-						return err
-					}
-					if err := sidecar.InstallProgram(filepath.Join(filepath.Dir(self), "minicluster-api"), apiServer); err != nil {
-						return err
-					}
-				}
 				// And the autoscaler and metrics server (autoscale.enabled, metrics.enabled).
-				if autoscaler != "" && e.getenv("JOB_COMPLETION_INDEX") == "0" {
-					self, err := os.Executable()
-					if err != nil {
-						return err
-					}
-					if err := sidecar.InstallProgram(filepath.Join(filepath.Dir(self), "minicluster-autoscale"), autoscaler); err != nil {
-						return err
+				if e.getenv("JOB_COMPLETION_INDEX") == "0" {
+					for program, dest := range map[string]string{"minicluster-api": apiServer, "minicluster-autoscale": autoscaler} {
+						if err := installBeside(program, dest); err != nil {
+							return err
+						}
 					}
 				}
 				api.defaults(e, &o.Namespace)
@@ -231,4 +220,17 @@ func stopSignals() <-chan os.Signal {
 	c := make(chan os.Signal, 1)
 	signal.Notify(c, syscall.SIGTERM, syscall.SIGINT)
 	return c
+}
+
+// installBeside copies the program of this image that sits beside flux-keygen to dest, for the
+// broker's container to run (nothing when dest is empty).
+func installBeside(program, dest string) error {
+	if dest == "" {
+		return nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	return sidecar.InstallProgram(filepath.Join(filepath.Dir(self), program), dest)
 }
