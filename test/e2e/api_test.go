@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"syscall"
@@ -50,38 +49,8 @@ func kubectlPath(t testing.TB) string {
 // test ends, and reads the credentials from the release's Secret.
 func forwardAPI(t testing.TB, r *release, port int, scheme string) *apiConn {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, kubectlPath(t), "port-forward", "-n", r.ns, "service/"+r.name+"-api", fmt.Sprintf("0:%d", port))
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
-	lines := bufio.NewScanner(out)
-	local := make(chan string, 1)
-	go func() {
-		re := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+)`)
-		for lines.Scan() {
-			if m := re.FindStringSubmatch(lines.Text()); m != nil {
-				select {
-				case local <- m[1]:
-				default:
-				}
-			}
-		}
-	}()
-	var p string
-	select {
-	case p = <-local:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("kubectl port-forward to service/%s-api printed no local port in 60 s", r.name)
-	}
-	c := &apiConn{t: t, base: fmt.Sprintf("%s://127.0.0.1:%s", scheme, p), client: &http.Client{Timeout: 2 * time.Minute}}
+	local := portForward(t, r.ns, r.name+"-api", port)
+	c := &apiConn{t: t, base: scheme + "://" + local, client: &http.Client{Timeout: 2 * time.Minute}}
 	if s, err := kube.CoreV1().Secrets(r.ns).Get(context.Background(), r.name+"-api", metav1.GetOptions{}); err == nil {
 		c.user, c.token, c.secretKey = string(s.Data["user"]), string(s.Data["token"]), string(s.Data["secret-key"])
 	}

@@ -200,8 +200,15 @@ func checkResizeEvent(t testing.TB, ns, job, reason, want string) {
 }
 
 // forwardService port-forwards to service/<svc>:port until the test ends and returns the local
-// base URL.
+// base URL (HTTP).
 func forwardService(t testing.TB, ns, svc string, port int) string {
+	t.Helper()
+	return "http://" + portForward(t, ns, svc, port)
+}
+
+// portForward runs kubectl port-forward to service/<svc>:port on a free local port until the
+// test ends and returns the local address (127.0.0.1:PORT).
+func portForward(t testing.TB, ns, svc string, port int) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, kubectlPath(t), "port-forward", "-n", ns, "service/"+svc, fmt.Sprintf("0:%d", port))
@@ -230,7 +237,7 @@ func forwardService(t testing.TB, ns, svc string, port int) string {
 	}()
 	select {
 	case p := <-local:
-		return "http://127.0.0.1:" + p
+		return "127.0.0.1:" + p
 	case <-time.After(60 * time.Second):
 		t.Fatalf("kubectl port-forward to service/%s printed no local port in 60 s", svc)
 		return ""
