@@ -1,4 +1,4 @@
-# minicluster: a Helm chart and two Go helpers that run a Flux MiniCluster on Kubernetes.
+# minicluster: a Helm chart and the Go programs that run a Flux MiniCluster on Kubernetes.
 SHELL := /bin/bash
 ROOT := $(abspath .)
 BIN := $(ROOT)/bin
