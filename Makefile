@@ -1,4 +1,4 @@
-# minicluster: a Helm chart and two Go helpers that run a Flux MiniCluster on Kubernetes.
+# minicluster: a Helm chart and the Go programs that run a Flux MiniCluster on Kubernetes.
 SHELL := /bin/bash
 ROOT := $(abspath .)
 BIN := $(ROOT)/bin
@@ -124,9 +124,11 @@ docs: $(HELM_DOCS) ## the chart's README.md (helm-docs, the values table from va
 fuzz: ## short, bounded fuzz runs (FUZZ_TARGETS; FUZZ_EXECS overrides each budget)
 	for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; rest=$${t#*:}; go test -run='^$$' -fuzz="^$${rest%%:*}$$" -fuzztime=$${FUZZ_EXECS:-$${rest#*:}}x "$$pkg" || exit 1; done
 
-e2e: build tools images ## end-to-end tests against the cluster in KUBECONFIG (default: the local one)
+# The Kueue and kwok tests need Kueue and simulated nodes started for them: make e2e-kueue and
+# make e2e-kwok run them, so that nothing here skips for want of either.
+e2e: build tools images ## end-to-end tests against the cluster in KUBECONFIG (default: the local one), the Kueue and kwok ones aside
 	$(push-e2e)
-	CLUSTER_REGISTRY=$(E2E_REGISTRY) $(E2E_AUTH) KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout 70m -v ./test/e2e/... ./keygen/kube/...
+	CLUSTER_REGISTRY=$(E2E_REGISTRY) $(E2E_AUTH) KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout 70m -v -skip 'Kueue|Kwok' ./test/e2e/... ./keygen/kube/...
 
 # The simulated nodes of the scale tests: enough for 1,000 brokers by default (10 nodes of 110 pods).
 KWOK_NODES ?= 10
@@ -157,9 +159,9 @@ bench-e2e: build tools images ## timings on the cluster in KUBECONFIG with real 
 	bash ci/operator/build.sh
 	if [ -n "$(LOCAL_CLUSTER)" ] && [ "$(E2E_KUBECONFIG)" = "$(CLUSTER_DIR)/kubeconfig" ]; then bash ci/kwok/up.sh; fi
 	$(push-e2e)
-	CLUSTER_REGISTRY=$(E2E_REGISTRY) KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout 90m -run '^$$' -bench 'Floor|MiniCluster|HPC|MPI|Kwok|Operator|Uninstall|API' -benchtime $${BENCHTIME:-3x} ./test/e2e/...
+	CLUSTER_REGISTRY=$(E2E_REGISTRY) KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout 90m -run '^$$' -bench 'Floor|MiniCluster|HPC|MPI|Kwok|Operator|Uninstall|API|Autoscale' -benchtime $${BENCHTIME:-3x} ./test/e2e/...
 	@# Sizes 6 to 64 and the overlay shapes at 64, once each (BENCH_SIZES, BENCH_TOPOLOGIES).
-	CLUSTER_REGISTRY=$(E2E_REGISTRY) KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout 90m -run '^$$' -bench 'Scale|Topology|Throughput' -benchtime $${BENCH_SCALE_TIME:-1x} ./test/e2e/...
+	CLUSTER_REGISTRY=$(E2E_REGISTRY) KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout 90m -run '^$$' -bench 'Scale|Topology|Throughput|Metrics' -benchtime $${BENCH_SCALE_TIME:-1x} ./test/e2e/...
 	$(MAKE) --no-print-directory report
 
 report: ## docs/performance.md from the benchmark results in BENCH_RESULTS (make bench-e2e does this at its end)
@@ -181,7 +183,7 @@ kwok-up: ## KWOK_NODES simulated nodes (KWOK_MAX_PODS pods each, default 110) on
 kwok-down: ## stop kwok and delete its nodes
 	bash ci/kwok/down.sh
 
-kueue-up: ## Kueue (built from ../shared/kueue once, cached) in the local cluster, webhooks included; queue.name then queues a MiniCluster
+kueue-up: ## Kueue (built once from its pinned source, cached) in the local cluster, webhooks included; queue.name then queues a MiniCluster
 	bash ci/kueue/up.sh
 
 kueue-down: ## remove Kueue from the local cluster, its webhooks first (Jobs still queued stay suspended)

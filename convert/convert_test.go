@@ -34,8 +34,9 @@ func TestConvertRefuses(t *testing.T) {
 		{"comments only", "# nothing\n---\n", []string{"no MiniCluster"}},
 		{"other kind", strings.Replace(hello, "kind: MiniCluster", "kind: Job", 1), []string{`kind "Job"`, "want a MiniCluster"}},
 		{"other apiVersion", strings.Replace(hello, "v1alpha2", "v1alpha1", 1), []string{`apiVersion "flux-framework.org/v1alpha1"`, "only flux-framework.org/v1alpha2"}},
-		{"unknown field", strings.Replace(hello, "  size: 4", "  size: 4\n  sise: 4", 1), []string{`"sise"`, "not in the v1alpha2 MiniCluster"}},
-		{"unknown nested field", strings.Replace(hello, "      command:", "      comand: x\n      command:", 1), []string{`"comand"`}},
+		{"unknown field", strings.Replace(hello, "  size: 4", "  size: 4\n  sise: 4", 1), []string{"spec.sise: not a field of the v1alpha2 MiniCluster"}},
+		{"unknown nested field", strings.Replace(hello, "      command:", "      comand: x\n      command:", 1), []string{"spec.containers[0].comand: not a field"}},
+		{"wrong type", strings.Replace(hello, "size: 4", "size: four", 1), []string{"cannot unmarshal", "minicluster-convert --table"}},
 		{"several MiniClusters", hello + "---\n" + hello, []string{"2 documents", "one MiniCluster at a time"}},
 		{"size too large", strings.Replace(hello, "size: 4", "size: 100001", 1), []string{"spec.size 100001", "1 to 100000"}},
 		{"size negative", strings.Replace(hello, "size: 4", "size: -1", 1), []string{"spec.size -1"}},
@@ -92,12 +93,12 @@ func TestConvertTasks(t *testing.T) {
 		wantTasks any
 		wantCmd   string
 	}{
-		{"", nil, "echo hello world"},
-		{"1", nil, "echo hello world"},
+		{"", nil, "flux submit -n1 --quiet --watch echo hello world"},
+		{"1", nil, "flux submit -n1 --quiet --watch echo hello world"},
 		{"0", 4, "echo hello world"},
 		{"4", 4, "echo hello world"},
 		{"8", 8, "echo hello world"},
-		{"2", nil, "flux submit -n 2 --quiet --watch echo hello world"},
+		{"2", nil, "flux submit -n2 --quiet --watch echo hello world"},
 	} {
 		t.Run("tasks="+tc.tasks, func(t *testing.T) {
 			in := hello
@@ -300,7 +301,7 @@ func TestConvertServices(t *testing.T) {
 	assert.Equal(t, []any{map[string]any{"name": "nginx", "image": "reg/web:1", "ports": []any{map[string]any{"containerPort": 80, "protocol": "TCP"}},
 		"volumeMounts": []any{map[string]any{"name": "html", "mountPath": "/usr/share/nginx/html"}}}}, res.Values["services"])
 	assert.Equal(t, []any{map[string]any{"name": "html", "configMap": map[string]any{"name": "web"}}}, res.Values["servicesVolumes"])
-	assert.Equal(t, "curl -s flux-sample-services.default.svc.cluster.local", res.Values["command"])
+	assert.Equal(t, "flux submit -n1 --quiet --watch curl -s flux-sample-services.default.svc.cluster.local", res.Values["command"])
 	assert.Equal(t, []any{map[string]any{"name": "REGISTRY", "value": "flux-sample-services.default.svc.cluster.local"}}, res.Values["env"])
 
 	for _, tc := range []struct{ extra, want string }{

@@ -33,8 +33,8 @@ type Field struct {
 // runFlux) and to the others, which become sidecars.
 var Fields = []Field{
 	{Path: "spec.size", Status: Mapped, Values: "size"},
-	{Path: "spec.maxSize", Status: Mapped, Values: "maxSize"},
-	{Path: "spec.tasks", Status: Mapped, Values: "tasks (or the command)", Why: "1 (the operator's default) runs the command once: tasks 0; tasks >= size: tasks; 0: tasks = size; between: the command becomes `flux submit -n TASKS --quiet --watch COMMAND`"},
+	{Path: "spec.maxSize", Status: Mapped, Values: "maxSize", Why: "without it: size, the operator's default (the chart's own default is the larger of size and 16)"},
+	{Path: "spec.tasks", Status: Mapped, Values: "tasks (or the command)", Why: "the operator submits the command as a job of this many tasks (1 by default): 0 and at least size become the chart's tasks (flux submit -N SIZE -n TASKS; 0: one a broker); fewer than size, the default 1 too, make the command the operator's own submit line, `flux submit -nTASKS --quiet --watch COMMAND`"},
 	{Path: "spec.interactive", Status: Mapped, Values: "command (empty)"},
 	{Path: "spec.deadlineSeconds", Status: Mapped, Values: "job.activeDeadlineSeconds", Default: "31500000"},
 	{Path: "spec.backoffLimit", Status: Mapped, Values: "job.backoffLimit"},
@@ -121,10 +121,10 @@ var Fields = []Field{
 	{Path: "spec.containers[].lifeCycle.postStartExec", Status: Mapped, Values: "lifecycle.postStart; sidecars[].lifecycle.postStart; fluxContainers[].lifecycle.postStart", Why: "run with /bin/sh -c as the container starts (a Kubernetes postStart exec hook; the operator's runs the string as one program, so a script's path works in both)"},
 	{Path: "spec.containers[].lifeCycle.preStopExec", Status: Mapped, Values: "lifecycle.preStop; sidecars[].lifecycle.preStop; fluxContainers[].lifecycle.preStop", Why: "run with /bin/sh -c before the container is stopped (a Kubernetes preStop exec hook)"},
 	{Path: "spec.containers[].commands.prefix", Status: Mapped, Values: "commands.prefix"},
-	{Path: "spec.containers[].commands.script", Status: Mapped, Values: "command; fluxContainers[].command (the script, when there is no command)"},
-	{Path: "spec.containers[].commands.init", Status: Mapped, Values: "commands.init; fluxContainers[].command (first)"},
-	{Path: "spec.containers[].commands.pre", Status: Mapped, Values: "commands.pre"},
-	{Path: "spec.containers[].commands.post", Status: Mapped, Values: "commands.post; fluxContainers[].command (last)"},
+	{Path: "spec.containers[].commands.script", Status: Mapped, Values: "command; fluxContainers[].command (the script, when there is no command)", Why: "as the operator runs it: written through an unquoted heredoc (/bin/sh expands $VAR, $(...) and \\$ in it first), run with bash as the submitted job, `flux submit NODES --quiet --watch /bin/bash -c \"$(cat <<EOF ... EOF)\"`"},
+	{Path: "spec.containers[].commands.init", Status: Mapped, Values: "commands.init; fluxContainers[].command (first)", Why: "run in the shell that starts the broker, as the operator's: what it exports, the directory it changes to and what it sources reach Flux and the command"},
+	{Path: "spec.containers[].commands.pre", Status: Mapped, Values: "commands.pre", Why: "run in the shell that starts the broker, as init"},
+	{Path: "spec.containers[].commands.post", Status: Mapped, Values: "commands.post; fluxContainers[].command (last, or alone: run once the broker's socket exists)"},
 	{Path: "spec.containers[].commands.workerPre", Status: Mapped, Values: "commands.workerPre"},
 	{Path: "spec.containers[].commands.brokerPre", Status: Mapped, Values: "commands.brokerPre"},
 	{Path: "spec.containers[].commands.servicePre", Status: Mapped, Values: "fluxContainers[].command (before the command)", Why: "only the containers that use the broker's Flux run it, as the operator's wrapped containers do"},
@@ -141,7 +141,7 @@ var Fields = []Field{
 	{Path: "spec.containers[].volumes{}.csiDriver", Status: Mapped, Values: "volumes[].csi.driver"},
 	{Path: "spec.containers[].volumes{}.csiDriverAttributes", Status: Mapped, Values: "volumes[].csi.volumeAttributes"},
 
-	{Path: "spec.services", Status: Mapped, Values: "services; servicesVolumes", Why: "a Deployment of one pod and a headless Service, both <release>-services: the brokers reach it as <release>-services (FQDN <release>-services.<namespace>.svc.<domain>), where the operator's name was <name>-services.<headlessName>.<namespace>.svc.<domain>, which the converter rewrites so in commands and environment values"},
+	{Path: "spec.services", Status: Mapped, Values: "services; servicesVolumes", Why: "a Deployment of one pod and a headless Service, both <release>-services: the brokers reach it as <release>-services (FQDN <release>-services.<namespace>.svc.<domain>); the converter rewrites the operator's names of it, <name>-services.<headlessName> (by default <name>) and older docs' <name>-services.flux-service, with or without the namespace after them, to that in every value"},
 }
 
 // field finds the entry that covers path: the entry itself or the nearest enclosing one.

@@ -1,13 +1,13 @@
 package convert
 
 import (
-	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -137,11 +137,18 @@ func ourPaths() []string {
 	return paths
 }
 
-func TestPrintOperatorPaths(t *testing.T) {
-	if os.Getenv("PRINT_PATHS") == "" {
-		t.Skip("PRINT_PATHS=1 prints the operator's field paths")
-	}
-	for _, p := range operatorPaths(t, filepath.Join(unpackOperator(t), "api", "v1alpha2", "minicluster_types.go")) {
-		fmt.Println(p)
+// Both walks find fields of every shape, so that TestFieldsCoverOperatorTypes compares paths
+// and not two empty lists: a plain field, one in a nested struct, one in a list of structs and
+// one in a map of structs.
+func TestOperatorPathsFound(t *testing.T) {
+	theirs := operatorPaths(t, filepath.Join(unpackOperator(t), "api", "v1alpha2", "minicluster_types.go"))
+	ours := ourPaths()
+	for _, want := range []string{"spec.size", "spec.flux.container.image", "spec.containers[].image", "spec.containers[].volumes{}.path"} {
+		if !slices.Contains(theirs, want) {
+			t.Errorf("the operator's MiniClusterSpec, parsed, has no %s: %v", want, theirs)
+		}
+		if !slices.Contains(ours, want) {
+			t.Errorf("this package's miniClusterSpec has no %s: %v", want, ours)
+		}
 	}
 }

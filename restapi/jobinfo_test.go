@@ -48,3 +48,30 @@ func TestJobInfoIsWhatFluxJobsPrints(t *testing.T) {
 		}
 	}
 }
+
+// A job that has not ended has result, returncode and waitstatus all the same, empty, as the
+// reference's job info (flux-core's JobInfo defaults).
+func TestRunningJobHasResultKeys(t *testing.T) {
+	var raw map[string]any
+	running := `{"id": 33973862400, "userid": 0, "urgency": 16, "priority": 16, "t_submit": 1795765759.32055, "t_run": 1795765759.3572404, "state": 16, "name": "sleep", "ntasks": 1, "nnodes": 1, "ranks": "1"}`
+	if err := json.Unmarshal([]byte(running), &raw); err != nil {
+		t.Fatal(err)
+	}
+	job := describe(jobInfo(raw, time.Now()))
+	for _, k := range []string{"result", "returncode", "waitstatus"} {
+		if v, ok := job[k]; !ok || v != "" {
+			t.Errorf("%s = %v (present %v), want \"\"", k, v, ok)
+		}
+	}
+	if job["state"] != "RUN" {
+		t.Errorf("state %v", job["state"])
+	}
+	var done map[string]any
+	if err := json.Unmarshal([]byte(listedCanceled), &done); err != nil {
+		t.Fatal(err)
+	}
+	job = describe(jobInfo(done, time.Now()))
+	if job["result"] != "CANCELED" || job["returncode"] != 143 || job["waitstatus"] != 36608.0 {
+		t.Errorf("an ended job's result %v, returncode %v, waitstatus %v", job["result"], job["returncode"], job["waitstatus"])
+	}
+}

@@ -81,8 +81,13 @@ func TestBadInput(t *testing.T) {
 		"malformed strm":  {"GET", "/v1/jobs/%C6%92zzzzzzzzzzzz/output/stream", "", "", 404, "no job"},
 		"malformed cncl":  {"POST", "/v1/jobs/xyz/cancel", "", "", 404, "no job"},
 		"bad limit":       {"GET", "/v1/jobs?limit=ten", "", "", 400, "limit"},
-		"unknown route":   {"GET", "/v1/nope", "", "", 404, "no endpoint"},
-		"over maxSize":    {"POST", "/v1/jobs/submit", "application/x-www-form-urlencoded", `command=hostname&num_nodes=5`, 400, "Unsatisfiable"},
+		"bad start":       {"GET", "/v1/jobs/search?start=-1", "", "", 400, `start \"-1\"`},
+		"bad length":      {"GET", "/v1/jobs/search?length=x", "", "", 400, `length \"x\"`},
+		"bad search":      {"GET", "/v1/jobs/search?search%5Bvalue%5D=%28", "", "", 400, "not a regular expression"},
+		// The reference's words, which its client's tests read.
+		"option -o":     {"POST", "/v1/jobs/submit", "application/x-www-form-urlencoded", `command=sleep 1&option_flags=-ompi=noodles`, 400, "Please provide keys without -o, -ompi is invalid."},
+		"unknown route": {"GET", "/v1/nope", "", "", 404, "no endpoint"},
+		"over maxSize":  {"POST", "/v1/jobs/submit", "application/x-www-form-urlencoded", `command=hostname&num_nodes=5`, 400, "Unsatisfiable"},
 		// A raw ';' is part of a value (curl -d 'command=a; b'): the form is read to its end.
 		"semicolon form":  {"POST", "/v1/jobs/submit", "application/x-www-form-urlencoded", `command=sleep 1; hostname&bogus=1`, 400, `field \"bogus\"`},
 		"semicolon query": {"POST", "/v1/jobs/submit?command=sleep%201;hostname&bogus=1", "", "", 400, `field \"bogus\"`},
@@ -108,5 +113,32 @@ func TestUI(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || !strings.Contains(string(b), `id="jobs"`) || !strings.Contains(string(b), `id="submit"`) {
 		t.Errorf("GET /: %d\n%.200s", resp.StatusCode, b)
+	}
+}
+
+// limit counts the jobs of a detailed listing, as the reference's: limit=0 is none, answered
+// without asking Flux (testServer's flux does not exist: asking it would fail with 500).
+func TestJobsLimitZeroIsNone(t *testing.T) {
+	ts := testServer(t)
+	for path, want := range map[string]string{
+		"/v1/jobs?details=true&limit=0":              "{}\n",
+		"/v1/jobs?details=true&listing=true&limit=0": "[]\n",
+	} {
+		req, _ := http.NewRequest("GET", ts.URL+path, nil)
+		req.SetBasicAuth(testCreds.User, testCreds.Token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(b) != want {
+			t.Errorf("GET %s: %d %s, want 200 %s", path, resp.StatusCode, b, want)
+		}
+	}
+	// Without details, limit does not apply (the reference's too): the jobs come from Flux.
+	resp, out := do(t, ts, "GET", "/v1/jobs?limit=0", "", "", true)
+	if resp.StatusCode != http.StatusInternalServerError {
+		t.Errorf("GET /v1/jobs?limit=0 did not ask Flux: %d %v", resp.StatusCode, out)
 	}
 }

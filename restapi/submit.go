@@ -201,8 +201,12 @@ func optionFlags(v any) (map[string]string, error) {
 		return nil, badRequest("field \"option_flags\" must be an object or \"NAME=VALUE,...\"")
 	}
 	for k := range out {
-		if strings.HasPrefix(k, "-") || k == "" {
-			return nil, badRequest("field \"option_flags\": give shell option names without -o (%q)", k)
+		if k == "" {
+			return nil, badRequest("field \"option_flags\": an option without a name: give NAME=VALUE")
+		}
+		// The reference's words, which its client's tests look for ("keys without -o").
+		if strings.HasPrefix(k, "-") {
+			return nil, badRequest("Please provide keys without -o, %s is invalid.", k)
 		}
 	}
 	return out, nil

@@ -8,10 +8,10 @@
 #   bash ci/flux/build.sh              (root; Debian 12 with apt)
 #   bash ci/flux/build.sh --print-dir  (the output directory for this source; builds nothing)
 #
-# FLUX_CORE_SRC: a flux-core source tarball (default: the single flux-core-*.tar.gz in
-# ../shared/flux-core/ beside the repository) or a git checkout of flux-core.
-# FLUX_SCHED_SRC, FLUX_PMIX_SRC: the flux-sched and flux-pmix release tarballs (default: the single
-# one in ../shared/flux-sched/ and ../shared/flux-pmix/).
+# The sources are the pinned ones (internal/sources/sources.txt, `go run ./ci/sources NAME`: from
+# a mirror such as ../shared, the build cache, or downloaded), or:
+# FLUX_CORE_SRC: a flux-core source tarball flux-core-<version>.tar.gz or a git checkout of it.
+# FLUX_SCHED_SRC, FLUX_PMIX_SRC: flux-sched and flux-pmix release tarballs.
 # Outputs, in ${MINICLUSTER_CACHE:-$HOME/.cache/minicluster}/flux/<id>/ (<id>: sha256 of the
 # flux-core tarball, or of `git rev-parse HEAD` + `git diff HEAD` of a checkout, and of the two
 # other tarballs, and -r<LAYOUT_REVISION>):
@@ -37,23 +37,19 @@ SAY_AS=flux
 # shellcheck source=../lib/say.sh
 source "$here/../lib/say.sh"
 
-# release_tarball VAR DIR NAME: the tarball $VAR names, or the single NAME-*.tar.gz in DIR.
-release_tarball() {
-	local given=${!1:-} found
-	if [[ -n $given ]]; then
-		[[ -f $given ]] || die "$1=$given: no such file"
-		echo "$given"
+# source_tarball VAR NAME: the tarball $VAR names, or the pinned source NAME.
+source_tarball() {
+	local given=${!1:-}
+	if [[ -z $given ]]; then
+		(cd "$repo" && go run ./ci/sources "$2")
 		return
 	fi
-	shopt -s nullglob
-	found=("$2"/"$3"-*.tar.gz)
-	shopt -u nullglob
-	((${#found[@]} == 1)) || die "want exactly one $3-*.tar.gz in $2 (found ${#found[@]}); or set $1"
-	echo "${found[0]}"
+	[[ -f $given ]] || die "$1=$given: no such file"
+	echo "$given"
 }
 src=${FLUX_CORE_SRC:-}
 if [[ -z $src ]]; then
-	src=$(release_tarball FLUX_CORE_SRC "$repo/../shared/flux-core" flux-core)
+	src=$(cd "$repo" && go run ./ci/sources flux-core)
 fi
 if [[ -d $src ]]; then
 	git -C "$src" rev-parse HEAD >/dev/null 2>&1 || die "$src is a directory but not a git checkout"
@@ -68,8 +64,8 @@ elif [[ -f $src ]]; then
 else
 	die "FLUX_CORE_SRC=$src: no such file or directory"
 fi
-sched_src=$(release_tarball FLUX_SCHED_SRC "$repo/../shared/flux-sched" flux-sched)
-pmix_src=$(release_tarball FLUX_PMIX_SRC "$repo/../shared/flux-pmix" flux-pmix)
+sched_src=$(source_tarball FLUX_SCHED_SRC flux-sched)
+pmix_src=$(source_tarball FLUX_PMIX_SRC flux-pmix)
 sched_version=$(basename "$sched_src" .tar.gz)
 sched_version=${sched_version#flux-sched-}
 pmix_version=$(basename "$pmix_src" .tar.gz)

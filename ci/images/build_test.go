@@ -97,13 +97,18 @@ func TestBuildImages(t *testing.T) {
 			t.Errorf("keygen image has a shell: %s", p)
 		}
 	}
-	if len(regular) != 4 || files["usr/local/bin/flux-keygen"].mode != 0o755 || files["usr/local/bin/minicluster-api"].mode != 0o755 {
+	if len(regular) != 5 || files["usr/local/bin/flux-keygen"].mode != 0o755 || files["usr/local/bin/minicluster-api"].mode != 0o755 || files["usr/local/bin/minicluster-autoscale"].mode != 0o755 {
 		t.Errorf("keygen image files %v", regular)
 	}
 	api := filepath.Join(t.TempDir(), "minicluster-api")
 	os.WriteFile(api, files["usr/local/bin/minicluster-api"].data, 0o755)
 	if out, err := exec.Command(api, "--help").CombinedOutput(); err != nil || !strings.Contains(string(out), "Flux RESTful API") {
 		t.Errorf("minicluster-api --help from the image: %q %v", out, err)
+	}
+	scale := filepath.Join(t.TempDir(), "minicluster-autoscale")
+	os.WriteFile(scale, files["usr/local/bin/minicluster-autoscale"].data, 0o755)
+	if out, err := exec.Command(scale, "--help").CombinedOutput(); err != nil || !strings.Contains(string(out), "Prometheus") {
+		t.Errorf("minicluster-autoscale --help from the image: %q %v", out, err)
 	}
 	// The binary in the image runs and carries the version.
 	bin := filepath.Join(t.TempDir(), "flux-keygen")

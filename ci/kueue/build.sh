@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # build.sh builds Kueue (sigs.k8s.io/kueue, the job queueing controller) from its source tarball
-# with vendor/ (KUEUE_SRC, default ../shared/kueue/kueue-$KUEUE_VERSION.tar.gz: Kueue is not on
-# the Go module proxy) into $MINICLUSTER_CACHE/kueue-v$KUEUE_VERSION (default cache:
-# ~/.cache/minicluster): the source tree (its config/components/ has the CRDs, RBAC and webhook
-# manifests ci/kueue/up.sh applies), bin/kueue (a static binary) and version (vX.Y.Z). Nothing
-# from the network.
+# with vendor/ (Kueue is not on the Go module proxy): the pinned one (`go run ./ci/sources kueue`:
+# a mirror such as ../shared, the build cache, or downloaded), or KUEUE_SRC, into
+# $MINICLUSTER_CACHE/kueue-v$KUEUE_VERSION (default cache: ~/.cache/minicluster): the source tree
+# (its config/components/ has the CRDs, RBAC and webhook manifests ci/kueue/up.sh applies),
+# bin/kueue (a static binary) and version (vX.Y.Z). The build itself takes nothing from the network.
 # Once per version: a second run finds it and returns at once. --print-dir prints the directory.
 set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -14,7 +14,6 @@ source "$REPO/ci/lib/progress.sh"
 KUEUE_VERSION=${KUEUE_VERSION:-0.19.2}
 CACHE=${MINICLUSTER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/minicluster}
 DIR=$CACHE/kueue-v$KUEUE_VERSION
-KUEUE_SRC=${KUEUE_SRC:-$(cd "$REPO/.." && pwd)/shared/kueue/kueue-$KUEUE_VERSION.tar.gz}
 
 if [[ ${1:-} == --print-dir ]]; then
 	echo "$DIR"
@@ -24,7 +23,11 @@ if [[ -x $DIR/bin/kueue && -s $DIR/version ]]; then
 	echo "kueue: cached v$KUEUE_VERSION in $DIR"
 	exit 0
 fi
-[[ -f $KUEUE_SRC ]] || { echo "kueue: no source tarball at $KUEUE_SRC (Kueue's source with vendor/; set KUEUE_SRC)" >&2; exit 1; }
+if [[ -z ${KUEUE_SRC:-} ]]; then
+	KUEUE_SRC=$(cd "$REPO" && go run ./ci/sources kueue)
+	[[ $(basename "$KUEUE_SRC") == "kueue-$KUEUE_VERSION.tar.gz" ]] || { echo "kueue: KUEUE_VERSION=$KUEUE_VERSION, but the pinned source is $KUEUE_SRC: set KUEUE_SRC to Kueue $KUEUE_VERSION's source with vendor/, or unset KUEUE_VERSION" >&2; exit 1; }
+fi
+[[ -f $KUEUE_SRC ]] || { echo "kueue: KUEUE_SRC=$KUEUE_SRC: no such file (Kueue's source tarball with vendor/)" >&2; exit 1; }
 command -v go >/dev/null || { echo "kueue: go not found on PATH; install Go >= 1.25" >&2; exit 1; }
 
 mkdir -p "$DIR"

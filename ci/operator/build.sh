@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # build.sh builds the Flux Operator's manager (the peer the bench measures the chart against) from
-# the source snapshot in ../shared/flux-operator, once, into
+# its pinned source (`go run ./ci/sources flux-operator`: a mirror such as ../shared, the build
+# cache, or downloaded; FLUX_OPERATOR_TARBALL names another), once, into
 # $MINICLUSTER_CACHE/flux-operator-<commit>/ (default cache: ~/.cache/minicluster): the manager
 # binary and the MiniCluster CRD. A second run finds them and returns at once. --print-dir prints
 # that directory.
@@ -11,9 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 source ci/lib/progress.sh
 
-SHARED=${MINICLUSTER_SHARED:-$(cd .. && pwd)/shared}
-TARBALL=$(find "$SHARED/flux-operator" -maxdepth 1 -name "flux-operator-*.tar.gz" 2>/dev/null | head -1)
-[[ -n $TARBALL ]] || { echo "operator: no flux-operator-*.tar.gz in $SHARED/flux-operator (set MINICLUSTER_SHARED to the folder that holds flux-operator/)" >&2; exit 1; }
+TARBALL=${FLUX_OPERATOR_TARBALL:-$(go run ./ci/sources flux-operator)}
+[[ -f $TARBALL ]] || { echo "operator: FLUX_OPERATOR_TARBALL=$TARBALL: no such file" >&2; exit 1; }
 NAME=$(basename "$TARBALL" .tar.gz)
 CACHE=${MINICLUSTER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/minicluster}
 OUT=$CACHE/$NAME

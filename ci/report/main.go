@@ -1,8 +1,10 @@
 // Command report writes docs/performance.md from the results the end-to-end benchmarks leave in
 // a directory (internal/benchresult): a table per comparison with the date, the machine, the
 // command and the number of runs of its figures, between the fixed prose of report.md.tmpl that
-// says where the time goes. A comparison with no result says so instead of a table. With
-// --check it writes nothing and fails when the report differs from what it would write.
+// says where the time goes. A comparison with no result says so instead of a table, and whether
+// `make bench-e2e` runs it (read from the Makefile). The prose holds no figure of its own
+// (prose.go): one there fails the report. With --check it writes nothing and fails when the
+// report differs from what it would write.
 // make bench-e2e runs it at its end (make report alone); make lint runs --check.
 package main
 
@@ -12,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 	"text/template"
@@ -25,22 +28,27 @@ var reportTemplate string
 func main() {
 	results := flag.String("results", "docs/results", "the directory of benchmark results (BENCH_RESULTS)")
 	out := flag.String("out", "docs/performance.md", "the report")
-	check := flag.Bool("check", false, "write nothing; fail if the report is not what the results give")
+	makefile := flag.String("makefile", "Makefile", "the Makefile whose bench-e2e recipe says which benchmarks it runs")
+	check := flag.Bool("check", false, "write nothing; fail if the report is not what the results give, or its prose holds a figure")
 	flag.Parse()
-	if err := run(*results, *out, *check); err != nil {
+	if err := run(*results, *out, *makefile, *check); err != nil {
 		fmt.Fprintln(os.Stderr, "report:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir, out string, check bool) error {
+func run(dir, out, makefile string, check bool) error {
 	var results []benchresult.Result
 	if _, err := os.Stat(dir); err == nil {
 		if results, err = benchresult.ReadDir(dir); err != nil {
 			return err
 		}
 	}
-	report, err := render(results)
+	inBenchE2E, err := benchE2E(makefile)
+	if err != nil {
+		return err
+	}
+	report, err := render(reportTemplate, results, inBenchE2E)
 	if err != nil {
 		return err
 	}
@@ -57,18 +65,24 @@ func run(dir, out string, check bool) error {
 	return nil
 }
 
-// render is the report: the template with each comparison's tables.
-func render(results []benchresult.Result) ([]byte, error) {
+// render is the report: the template text with each comparison's tables; inBenchE2E are the
+// -bench patterns of make bench-e2e.
+func render(text string, results []benchresult.Result, inBenchE2E []*regexp.Regexp) ([]byte, error) {
+	if figures := proseFigures(text); len(figures) > 0 {
+		return nil, fmt.Errorf("ci/report/report.md.tmpl: a figure in the prose has no result behind it: point to the table that shows it, or write a setting as {{ setting \"TEXT\" \"WHY\" }}; line %s",
+			strings.Join(figures, "; line "))
+	}
 	tmpl, err := template.New("report").Funcs(template.FuncMap{
 		"table": func(key string) (string, error) {
 			for _, s := range specs {
 				if s.key == key {
-					return tables(s, results), nil
+					return tables(s, results, inBenchE2E), nil
 				}
 			}
 			return "", fmt.Errorf("no comparison %q", key)
 		},
-	}).Parse(reportTemplate)
+		"setting": setting,
+	}).Parse(text)
 	if err != nil {
 		return nil, err
 	}
@@ -134,10 +148,14 @@ func head(name string) string {
 
 // tables renders one comparison: its table(s) with where the figures come from, or that it was
 // not measured.
-func tables(s spec, results []benchresult.Result) string {
+func tables(s spec, results []benchresult.Result, inBenchE2E []*regexp.Regexp) string {
 	rs := of(s.bench, results)
 	if len(rs) == 0 {
-		return fmt.Sprintf("*Not measured in this report.* `%s` measures it (`make bench-e2e` runs it).\n", s.run)
+		by := "`make bench-e2e` does not run it"
+		if runsIn(s.bench, inBenchE2E) {
+			by = "`make bench-e2e` runs it"
+		}
+		return fmt.Sprintf("*Not measured in this report.* `%s` measures it (%s).\n", s.run, by)
 	}
 	var b strings.Builder
 	if s.sides != nil {

@@ -113,6 +113,16 @@ var specs = []spec{
 		{"through the API, 16 clients at once, jobs/s", "jobs/s-api"},
 		{"floor: 16 loops of `flux job submit` in the lead at once, jobs/s", "jobs/s-job-submit"},
 	}},
+	{key: "autoscale", bench: "BenchmarkAutoscale", run: "go test -tags e2e -run '^$' -bench Autoscale -benchtime 3x ./test/e2e/", rows: []row{
+		{"floor: a bare indexed Job of 1 grown to 4 pods → all 4 running and listed by the Service", "s/floor-grow"},
+		{"autoscaled MiniCluster of 1: a job for 4 brokers submitted → it runs (Flux's own times)", "s/autoscaled-start"},
+		{"by hand: `helm upgrade --set size=4`, `flux-keygen kube wait`, submit → it runs", "s/manual-start"},
+		{"autoscaled: the job's end → back at 1 broker, beyond `autoscale.idleSeconds`", "s/shrink-past-idle"},
+	}},
+	{key: "metrics", bench: "BenchmarkMetrics", figures: "figure", run: "go test -tags e2e -run '^$' -bench Metrics -benchtime 1x ./test/e2e/", rows: []row{
+		{"the lead's CPU for one scrape of the metrics, ms", "ms-cpu/scrape"},
+		{"the autoscaler's and its Flux helper's CPU between scrapes, ms a second", "ms-cpu/s-unscraped"},
+	}},
 	{key: "mpi", bench: "BenchmarkMPI", figures: "figure", run: "go test -tags e2e -run '^$' -bench 'MPI$' -benchtime 3x ./test/e2e/", rows: []row{
 		{"LAMMPS melt, 4 ranks on 4 brokers: `flux run` wall time, s", "s/lammps-4-wall"},
 		{"the same by `mpirun` in one container, s", "s/lammps-4-wall-bare"},

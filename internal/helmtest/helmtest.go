@@ -39,6 +39,7 @@ type Options struct {
 	ValuesFiles []string // -f, paths relative to the repository root or absolute
 	Set         []string // --set
 	KubeVersion string   // --kube-version, default DefaultKubeVersion
+	APIVersions []string // --api-versions: kinds the cluster serves beyond Kubernetes' own
 }
 
 func (o Options) withDefaults() Options {
@@ -121,6 +122,7 @@ func Template(opts Options) (string, error) {
 	install.ReleaseName = o.ReleaseName
 	install.Namespace = o.Namespace
 	install.KubeVersion = kv
+	install.APIVersions = o.APIVersions
 	rel, err := install.Run(chrt, vals)
 	if err != nil {
 		return "", err

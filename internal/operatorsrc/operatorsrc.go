@@ -1,6 +1,7 @@
-// Package operatorsrc finds the Flux Operator's source tarball beside the repository
-// (../shared/flux-operator, or FLUX_OPERATOR_TARBALL) and unpacks it for the tests that hold
-// the chart and minicluster-convert to the operator: its types file and its test cases.
+// Package operatorsrc gives the tests that hold the chart and minicluster-convert to the Flux
+// Operator (its types file and its test cases) the operator's pinned source tarball
+// (internal/sources: a mirror, the build cache or its upstream location; or
+// FLUX_OPERATOR_TARBALL), unpacked.
 package operatorsrc
 
 import (
@@ -12,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/minicluster/minicluster/internal/sources"
 )
 
 // Tarball is the operator's source tarball for the repository at root.
@@ -19,12 +22,15 @@ func Tarball(root string) (string, error) {
 	if p := os.Getenv("FLUX_OPERATOR_TARBALL"); p != "" {
 		return p, nil
 	}
-	dir := filepath.Join(root, "..", "shared", "flux-operator")
-	matches, _ := filepath.Glob(filepath.Join(dir, "flux-operator-*.tar.gz"))
-	if len(matches) == 0 {
-		return "", fmt.Errorf("no flux-operator-*.tar.gz in %s: the Flux Operator's source is needed (set FLUX_OPERATOR_TARBALL)", dir)
+	s, err := sources.Lookup("flux-operator")
+	if err != nil {
+		return "", err
 	}
-	return matches[0], nil
+	places, err := sources.DefaultPlaces(root)
+	if err != nil {
+		return "", err
+	}
+	return s.Fetch(places, os.Stderr)
 }
 
 // Unpack unpacks the tarball into dir and returns its top directory.

@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"syscall"
@@ -24,6 +23,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/minicluster/minicluster/internal/sources"
 	"github.com/minicluster/minicluster/internal/tooltest"
 	"github.com/minicluster/minicluster/restapi"
 )
@@ -49,38 +49,8 @@ func kubectlPath(t testing.TB) string {
 // test ends, and reads the credentials from the release's Secret.
 func forwardAPI(t testing.TB, r *release, port int, scheme string) *apiConn {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, kubectlPath(t), "port-forward", "-n", r.ns, "service/"+r.name+"-api", fmt.Sprintf("0:%d", port))
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
-	lines := bufio.NewScanner(out)
-	local := make(chan string, 1)
-	go func() {
-		re := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+)`)
-		for lines.Scan() {
-			if m := re.FindStringSubmatch(lines.Text()); m != nil {
-				select {
-				case local <- m[1]:
-				default:
-				}
-			}
-		}
-	}()
-	var p string
-	select {
-	case p = <-local:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("kubectl port-forward to service/%s-api printed no local port in 60 s", r.name)
-	}
-	c := &apiConn{t: t, base: fmt.Sprintf("%s://127.0.0.1:%s", scheme, p), client: &http.Client{Timeout: 2 * time.Minute}}
+	local := portForward(t, r.ns, r.name+"-api", port)
+	c := &apiConn{t: t, base: scheme + "://" + local, client: &http.Client{Timeout: 2 * time.Minute}}
 	if s, err := kube.CoreV1().Secrets(r.ns).Get(context.Background(), r.name+"-api", metav1.GetOptions{}); err == nil {
 		c.user, c.token, c.secretKey = string(s.Data["user"]), string(s.Data["token"]), string(s.Data["secret-key"])
 	}
@@ -175,12 +145,11 @@ func (c *apiConn) runsHostname(r *release, n int, curlArgs ...string) {
 	}
 }
 
-// refClient unpacks the reference's snapshot (../shared/flux-restful-api) and returns the
-// directory of its Python client.
+// refClient unpacks the reference's pinned source (internal/sources) and returns the directory
+// of its Python client.
 func refClient(t testing.TB) string {
 	t.Helper()
-	shared := envOr("MINICLUSTER_SHARED", filepath.Join(filepath.Dir(repoRoot), "shared"))
-	tarball := tooltest.File(t, filepath.Join(shared, "flux-restful-api", "flux-restful-api-46dcc32.tar.gz"), "the reference snapshot lives in ../shared/flux-restful-api")
+	tarball := pinnedSource(t, "flux-restful-api")
 	dir := t.TempDir()
 	if out, err := exec.Command("tar", "-xzf", tarball, "-C", dir).CombinedOutput(); err != nil {
 		t.Fatalf("unpacking %s: %v\n%s", tarball, err, out)
@@ -190,6 +159,26 @@ func refClient(t testing.TB) string {
 		t.Fatalf("no clients/python in %s", tarball)
 	}
 	return matches[0]
+}
+
+// pinnedSource is the path of the source pinned under name (internal/sources/sources.txt): from
+// a mirror, the build cache or its upstream location; the test ends as for a missing tool when
+// none gives it.
+func pinnedSource(t testing.TB, name string) string {
+	t.Helper()
+	s, err := sources.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	places, err := sources.DefaultPlaces(repoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, err := s.Fetch(places, os.Stderr)
+	if err != nil {
+		tooltest.Missing(t, "%v", err)
+	}
+	return path
 }
 
 // python runs Debian's python3 with the reference client on PYTHONPATH and the variables it

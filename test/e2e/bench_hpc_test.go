@@ -67,7 +67,10 @@ func BenchmarkHPC(b *testing.B) {
 		if m == nil {
 			b.Fatalf("no LAMMPS loop time in the lead's log")
 		}
-		secs, _ := strconv.ParseFloat(m[1], 64)
+		secs, err := strconv.ParseFloat(m[1], 64)
+		if err != nil || secs <= 0 {
+			b.Fatalf("LAMMPS's loop time %q is not a positive number of seconds", m[1])
+		}
 		loop += time.Duration(secs * float64(time.Second))
 		fmt.Printf("%s: LAMMPS: install -> Job complete %.2f s (floor %.2f, +%.2f), LAMMPS loop %.2f s\n",
 			b.Name(), runLAMMPS.Seconds(), runFloor.Seconds(), (runLAMMPS - runFloor).Seconds(), secs)

@@ -5,6 +5,7 @@ package e2e
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -36,15 +37,36 @@ func timedMPI(script *strings.Builder, command, name string) {
 	fmt.Fprintf(script, mpiFigures, name)
 }
 
-// mpiRuns are the MPI programs BenchmarkMPI times on both sides: ranks, and the program.
-var mpiRuns = []struct {
+// mpiRun is an MPI program BenchmarkMPI times: its ranks, the program, and the figures its
+// output gives (wall always; LAMMPS its loop, mpi-hello its ping-pong).
+type mpiRun struct {
 	name    string
 	ranks   int
 	program string
-}{
-	{"lammps-4", 4, meltInput},
-	{"lammps-8", 8, meltInput},
-	{"hello-8", 8, "mpi-hello-openmpi"},
+	figures []string
+}
+
+// mpiRuns are the MPI programs BenchmarkMPI times on both sides.
+var mpiRuns = []mpiRun{
+	{"lammps-4", 4, meltInput, []string{"wall", "loop"}},
+	{"lammps-8", 8, meltInput, []string{"wall", "loop"}},
+	{"hello-8", 8, "mpi-hello-openmpi", []string{"wall", "rtt", "bw"}},
+}
+
+// tcpRun is mpi-hello in one container with TCP between its ranks (loopback), on the bare side
+// alone: what the pod network is measured against besides shared memory (its ping-pong is
+// reported, not its wall time).
+var tcpRun = mpiRun{"hello-8-tcp", 8, "mpirun --oversubscribe --mca btl tcp,self -np 8 mpi-hello-openmpi", []string{"wall", "rtt", "bw"}}
+
+// mpiKeys are the figures ("NAME-wall", ...) the runs' output must give, each once.
+func mpiKeys(runs ...mpiRun) []string {
+	var keys []string
+	for _, run := range runs {
+		for _, f := range run.figures {
+			keys = append(keys, run.name+"-"+f)
+		}
+	}
+	return keys
 }
 
 // BenchmarkMPI: the same OpenMPI programs (LAMMPS's melt at 4 and 8 ranks, mpi-hello's ring,
@@ -65,9 +87,7 @@ func BenchmarkMPI(b *testing.B) {
 			timedMPI(&script, fmt.Sprintf("$flux run -N 4 -n %d -o pmi=pmix %s", run.ranks, run.program), run.name)
 			timedMPI(&bareScript, fmt.Sprintf("mpirun --oversubscribe -np %d %s", run.ranks, run.program), run.name)
 		}
-		// mpi-hello once more in one container with TCP between its ranks (loopback), what the
-		// pod network is measured against besides shared memory.
-		timedMPI(&bareScript, "mpirun --oversubscribe --mca btl tcp,self -np 8 mpi-hello-openmpi", "hello-8-tcp")
+		timedMPI(&bareScript, tcpRun.program, tcpRun.name)
 		out, stderr, err := execInWithin(20*time.Minute, ns, pods[0].Name, "flux", "sh", "-c",
 			// flux-core's own flux, as a batch script in the pod would run it.
 			". /minicluster/scripts/env.sh && flux=$(real_flux) && "+bareMPI+script.String())
@@ -75,50 +95,58 @@ func BenchmarkMPI(b *testing.B) {
 			b.Fatalf("in the lead: %v\n%s%s", err, out, stderr)
 		}
 		b.Logf("MiniCluster of 4:\n%s", out)
-		addMPI(b, chart, out)
+		addMPI(b, chart, out, mpiKeys(mpiRuns...))
 		node := pods[0].Spec.NodeName
 		r.uninstall()
 		out = runBare(b, ns, node, bareMPI+bareScript.String())
 		b.Logf("mpirun in one container:\n%s", out)
-		addMPI(b, bare, out)
+		addMPI(b, bare, out, append(mpiKeys(mpiRuns...), mpiKeys(tcpRun)...))
 		deleteNamespace(b, ns)
 	}
 	n := float64(b.N)
 	units := map[string]string{"wall": "s", "loop": "s", "rtt": "us", "bw": "MBps"}
 	for _, run := range mpiRuns {
-		for _, what := range []string{"wall", "loop", "rtt", "bw"} {
+		for _, what := range run.figures {
 			key := run.name + "-" + what
-			if _, ok := chart[key]; !ok {
-				continue
-			}
 			metric(b, chart[key]/n, units[what]+"/"+key)
 			metric(b, bare[key]/n, units[what]+"/"+key+"-bare")
 			fmt.Printf("%s %s: %.2f %s, bare %.2f (%+.1f%%)\n", run.name, what, chart[key]/n, units[what], bare[key]/n, 100*(chart[key]/bare[key]-1))
 		}
 	}
 	for _, what := range []string{"rtt", "bw"} {
-		key := "hello-8-tcp-" + what
+		key := tcpRun.name + "-" + what
 		metric(b, bare[key]/n, units[what]+"/"+key+"-bare")
 		fmt.Printf("hello-8 %s, one container over TCP: %.2f %s\n", what, bare[key]/n, units[what])
 	}
 }
 
-// addMPI adds the "NAME wall NANOSECONDS" lines of out, and those of mpiFigures, to sums.
-func addMPI(b *testing.B, sums map[string]float64, out string) {
-	found := 0
+// addMPI adds the "NAME wall NANOSECONDS" lines of out, and those of mpiFigures, to sums: each
+// of want exactly once, and nothing else, or the benchmark fails (a figure not printed would
+// otherwise count as 0).
+func addMPI(b *testing.B, sums map[string]float64, out string, want []string) {
+	got := map[string]float64{}
 	for _, m := range regexp.MustCompile(`(?m)^(\S+) (wall|loop|rtt|bw) (\S+)$`).FindAllStringSubmatch(out, -1) {
+		key := m[1] + "-" + m[2]
+		if !slices.Contains(want, key) {
+			b.Fatalf("the MPI script printed %q, not one of %v:\n%s", m[0], want, out)
+		}
+		if _, twice := got[key]; twice {
+			b.Fatalf("the MPI script printed %s twice:\n%s", key, out)
+		}
 		v, err := strconv.ParseFloat(m[3], 64)
-		if err != nil {
-			b.Fatalf("%q: not a number", m[0])
+		if err != nil || v <= 0 {
+			b.Fatalf("%q: not a positive number", m[0])
 		}
 		if m[2] == "wall" {
 			v /= 1e9
 		}
-		sums[m[1]+"-"+m[2]] += v
-		found++
+		got[key] = v
 	}
-	if found < len(mpiRuns) {
-		b.Fatalf("the MPI script printed %d timings:\n%s", found, out)
+	for _, key := range want {
+		if _, ok := got[key]; !ok {
+			b.Fatalf("the MPI script printed no %s (want each of %v):\n%s", key, want, out)
+		}
+		sums[key] += got[key]
 	}
 }
 

@@ -110,8 +110,11 @@ func TestFluxionQueueAndResize(t *testing.T) {
 	if err != nil || len(f) != 4 {
 		t.Fatalf("flux jobs times: %q %v", times, err)
 	}
-	bigEnd, _ := strconv.ParseFloat(f[1], 64)
-	smallStart, _ := strconv.ParseFloat(f[2], 64)
+	bigEnd, errEnd := strconv.ParseFloat(f[1], 64)
+	smallStart, errStart := strconv.ParseFloat(f[2], 64)
+	if errEnd != nil || errStart != nil || bigEnd <= 0 || smallStart <= 0 {
+		t.Fatalf("flux jobs times %q: want the 4-core job's end and the queued job's start as seconds since the epoch", times)
+	}
 	if smallStart < bigEnd-0.5 {
 		t.Errorf("the queued job started at %.3f, before the 4-core job ended at %.3f", smallStart, bigEnd)
 	}

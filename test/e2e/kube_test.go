@@ -395,17 +395,23 @@ func checkDNS(t testing.TB, ns, release string, pods map[int]corev1.Pod) {
 }
 
 // leftovers lists what remains of a release in ns: anything with its instance label, the
-// names the chart and its hook use, and Helm's release records.
+// names the chart and its hook use, the EndpointSlices of its Services, and Helm's release
+// records; but what the chart keeps on purpose (helm.sh/resource-policy: keep: the claim of
+// flux.state, which state_test.go checks is kept).
 func leftovers(ns, release string) ([]string, error) {
-	return namespaceObjects(ns, func(_ string, o metav1.Object) bool { return ofRelease(o, release) })
+	return namespaceObjects(ns, func(_ string, o metav1.Object) bool {
+		return ofRelease(o, release) && o.GetAnnotations()["helm.sh/resource-policy"] != "keep"
+	})
 }
 
 // ofRelease: o has the release's instance label, one of the names the chart and its hook use,
-// or is one of Helm's release records.
+// belongs to one of its Services (an EndpointSlice), or is one of Helm's release records.
 func ofRelease(o metav1.Object, release string) bool {
-	names := []string{release, release + "-keygen", release + "-broker", release + "-entrypoint", release + "-curve", release + "-munge", release + "-test-wiring"}
+	names := []string{release, release + "-keygen", release + "-broker", release + "-entrypoint", release + "-curve", release + "-munge",
+		release + "-test-wiring", release + "-services", release + "-api", release + "-state"}
 	labels := o.GetLabels()
 	return labels["app.kubernetes.io/instance"] == release || slices.Contains(names, o.GetName()) ||
+		slices.Contains(names, labels["kubernetes.io/service-name"]) ||
 		labels["job-name"] == release || labels["job-name"] == release+"-keygen" ||
 		(labels["owner"] == "helm" && labels["name"] == release)
 }
@@ -430,6 +436,10 @@ func namespaceObjects(ns string, keep func(kind string, o metav1.Object) bool) (
 		{"RoleBinding", func() (runtime.Object, error) { return rbac.RoleBindings(ns).List(ctx, all) }},
 		{"PodDisruptionBudget", func() (runtime.Object, error) { return kube.PolicyV1().PodDisruptionBudgets(ns).List(ctx, all) }},
 		{"NetworkPolicy", func() (runtime.Object, error) { return kube.NetworkingV1().NetworkPolicies(ns).List(ctx, all) }},
+		{"Deployment", func() (runtime.Object, error) { return kube.AppsV1().Deployments(ns).List(ctx, all) }},
+		{"ReplicaSet", func() (runtime.Object, error) { return kube.AppsV1().ReplicaSets(ns).List(ctx, all) }},
+		{"PersistentVolumeClaim", func() (runtime.Object, error) { return c.PersistentVolumeClaims(ns).List(ctx, all) }},
+		{"EndpointSlice", func() (runtime.Object, error) { return kube.DiscoveryV1().EndpointSlices(ns).List(ctx, all) }},
 	}
 	found := make([][]string, len(lists))
 	errs := make([]error, len(lists))

@@ -124,3 +124,17 @@ func envOr(name, def string) string {
 
 // bin is a path under the repository's bin directory (made by `make build`).
 func bin(name string) string { return filepath.Join(repoRoot, "bin", name) }
+
+// requiredEnv is what .ci/run sets (E2E_REQUIRED=1 make test): every end-to-end test must then
+// run, so a test that would skip for want of something fails instead.
+const requiredEnv = "E2E_REQUIRED"
+
+// skipUnlessRequired ends the test for want of what msg names: a skip, or a failure under
+// E2E_REQUIRED=1.
+func skipUnlessRequired(t testing.TB, msg string) {
+	t.Helper()
+	if os.Getenv(requiredEnv) == "1" {
+		t.Fatalf("%s (%s=1: nothing may skip)", msg, requiredEnv)
+	}
+	t.Skipf("%s (skipped; %s=1 makes it a failure)", msg, requiredEnv)
+}

@@ -129,6 +129,17 @@ var operatorCases = map[string]operatorCase{
 	"own/strict":      {own: ownStrict, leadExit: 3, want: "(?m)^brokerPre fails$"},
 	"own/complete":    {own: ownComplete, interactive: true, check: tokenMountedWorkerCompletes},
 	"services/single": {leftOut: "this version of the operator's source has it only as minicluster-registry.yaml, which needs the oras registry image and downloads oras at run time"},
+	// commands.init and pre run in the shell that starts Flux: the command (a job, on either
+	// broker) sees what they exported and the directory pre changed to.
+	"own/init-pre": {own: ownInitPre, want: `(?m)^init=yes pre=yes-too pwd=/tmp/workdir$`},
+	// commands.script: the operator's unquoted heredoc (\$ is $ when it runs) run by bash, as a
+	// job of 2 tasks.
+	"own/script": {own: ownScript, want: `(?s)(task 0 of 2 in bash\n.*task 1 of 2 in bash|task 1 of 2 in bash\n.*task 0 of 2 in bash)\n`},
+	// The operator's names of the services pod, <name>-services.<name> and
+	// <name>-services.flux-service, reach the chart's services pod once converted (both are
+	// web-services then).
+	"own/services-names": {own: ownServicesNames, images: map[string]string{"nginx": "@busybox"}, values: httpdServices,
+		want: "(?m)^web-services: hello from the services pod\nweb-services: hello from the services pod$", nothingLeft: true},
 }
 
 // TestOperatorCases runs the Flux Operator's own test cases on the chart: each MiniCluster
@@ -263,9 +274,11 @@ func TestOperatorCases(t *testing.T) {
 					report.Store(name, fmt.Sprintf("passed: the lead's broker container ended %d", tc.leadExit))
 				}
 			case tc.interactive:
-				// The chart's maxSize: the converted one, or the larger of size and 16.
+				// The chart's maxSize: the converted one (the operator's: size unless given).
 				size, maxSize := caseSize(t, values, "size"), caseSize(t, values, "maxSize")
-				maxSize = max(maxSize, size, 16)
+				if maxSize == 0 {
+					maxSize = max(size, 16)
+				}
 				pods := waitFluxUp(t, ns, r.name, size, maxSize, 5*time.Minute)
 				checkFluxRun(t, ns, r.name, pods)
 				if tc.check != nil {
@@ -300,14 +313,17 @@ func TestOperatorCases(t *testing.T) {
 	}
 }
 
-// nginxByBusybox serves a page from busybox's httpd in the services pod, and the lead reads it
-// by the services pod's name (retrying until the name resolves: the pods start together).
-const nginxByBusybox = `services:
+// httpdServices serves a page from busybox's httpd in the services pod.
+const httpdServices = `services:
   - name: nginx
     image: @busybox
     command: ["/bin/sh", "-c", "trap 'exit 0' TERM; mkdir -p /tmp/www && echo 'hello from the services pod' > /tmp/www/index.html && httpd -f -p 80 -h /tmp/www & wait"]
     ports: [{containerPort: 80}]
-command: |
+`
+
+// nginxByBusybox is httpdServices, and the lead reads the page by the services pod's name
+// (retrying until the name resolves: the pods start together).
+const nginxByBusybox = httpdServices + `command: |
   bash -c 'for i in $(seq 60); do (: < /dev/tcp/flux-sample-services/80) 2>/dev/null && break; sleep 1; done; exec 3<>/dev/tcp/flux-sample-services/80 && printf "GET / HTTP/1.0\r\n\r\n" >&3 && sed -n "/^\r*$/,\$p" <&3 | tail -n +2'
 `
 
@@ -347,6 +363,67 @@ spec:
         word:
           secretName: case-secret
           path: /etc/case-secret
+`
+
+// ownInitPre: commands.init exports a variable, commands.pre changes directory and exports
+// another; the command prints what it sees.
+const ownInitPre = `apiVersion: flux-framework.org/v1alpha2
+kind: MiniCluster
+metadata:
+  name: init-pre
+spec:
+  size: 2
+  logging:
+    quiet: true
+  containers:
+    - image: ubuntu:noble
+      command: sh -c 'echo "init=$FROM_INIT pre=$FROM_PRE pwd=$(pwd)"'
+      commands:
+        init: export FROM_INIT=yes
+        pre: |
+          mkdir -p /tmp/workdir && cd /tmp/workdir
+          export FROM_PRE=$FROM_INIT-too
+`
+
+// ownScript: a script as the operator's docs write them, with \${VAR} for what the job's
+// environment gives and bash's [[.
+const ownScript = `apiVersion: flux-framework.org/v1alpha2
+kind: MiniCluster
+metadata:
+  name: script
+spec:
+  size: 2
+  tasks: 2
+  logging:
+    quiet: true
+  containers:
+    - image: ubuntu:noble
+      commands:
+        script: |
+          #!/bin/bash
+          if [[ -n "\${FLUX_TASK_RANK}" ]]; then
+            echo "task \${FLUX_TASK_RANK} of \${FLUX_JOB_SIZE} in bash"
+          fi
+`
+
+// ownServicesNames: the command reaches the services pod by the names the operator's files
+// use for it (read with bash's /dev/tcp, retrying until the name resolves).
+const ownServicesNames = `apiVersion: flux-framework.org/v1alpha2
+kind: MiniCluster
+metadata:
+  name: web
+spec:
+  size: 1
+  logging:
+    quiet: true
+  containers:
+    - image: ubuntu:noble
+      command: |
+        bash -c 'for host in web-services.web web-services.flux-service; do for i in $(seq 60); do (: < /dev/tcp/$host/80) 2>/dev/null && break; sleep 1; done; exec 3<>/dev/tcp/$host/80 && printf "GET / HTTP/1.0\r\n\r\n" >&3 && printf "%s: " "$host" && sed -n "/^\r*$/,\$p" <&3 | tail -n +2; done'
+  services:
+    - image: nginx
+      name: nginx
+      ports: [80]
 `
 
 // ownSubmit: the operator's submitCommand and optionFlags in its own submit line.

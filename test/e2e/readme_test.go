@@ -40,7 +40,7 @@ func TestReadmeQuickStart(t *testing.T) {
 		}
 	}
 	if imagePrefix == "localhost/minicluster/" {
-		t.Skip("no CLUSTER_REGISTRY: the README's quick start pulls flux-keygen from a registry (make e2e sets it on the local cluster)")
+		skipUnlessRequired(t, "no CLUSTER_REGISTRY: the README's quick start pulls flux-keygen from a registry (make e2e sets it on the local cluster)")
 	}
 	ns := newNamespace(t, "readme")
 	t.Cleanup(func() { // only if the script failed before its uninstall

@@ -40,6 +40,7 @@ var podPaths = []string{"/minicluster/config", "/minicluster/run", "/minicluster
 // $fake/state ("join" without it; "crash": it dies of SIGSEGV, as flux-core 0.88's does for a
 // user without a name) and is not listed as a call. Every call writes its environment to
 // $fake/envs/N; run K of `flux broker` to $fake/env.K too.
+// Run K writes its working directory to $fake/cwd.K.
 // Run K of `flux broker` follows line K of $fake/broker: "STATUS [SECONDS [SLEEP [MARK]]]": it
 // moves the fake clock ($fake/clock, which the script's date reads) SECONDS ahead; leaves in its
 // rundir what a worker's rc1 does: "joined" when MARK is joined, "joined" and "stopping" when
@@ -89,6 +90,7 @@ broker)
   echo "$k" > "$fake/nbrokers"
   line=$(sed -n "${k}p" "$fake/broker")
   env > "$fake/env.$k"
+  pwd > "$fake/cwd.$k"
   for arg in "$@"; do case $arg in -Srundir=*) rundir=${arg#-Srundir=} ;; esac; done
   if [ -z "$line" ]; then
     echo "fake flux: no behaviour for broker run $k" >&2

@@ -91,15 +91,41 @@ func TestOperatorQuiet(t *testing.T) {
 // logging.strict: a failing script ends the pod with its status; without it the broker starts.
 func TestOperatorStrict(t *testing.T) {
 	t.Parallel()
-	p := newPod(t, helmtest.Options{Set: []string{"command=hostname", "commands.pre=exit 5", "logging.strict=true"}}, 0)
+	p := newPod(t, helmtest.Options{Set: []string{"command=hostname", "commands.pre=echo x; sh -c 'exit 5'", "logging.strict=true"}}, 0)
 	status, out := p.run(t)
 	assert.Equal(t, 5, status, out)
 	assert.Contains(t, out, "commands.pre failed with status 5 (logging.strict)")
 	assert.Empty(t, p.brokerRuns(t))
 
-	lax := newPod(t, helmtest.Options{Set: []string{"command=hostname", "commands.pre=exit 5"}}, 0)
+	lax := newPod(t, helmtest.Options{Set: []string{"command=hostname", "commands.pre=echo x; sh -c 'exit 5'"}}, 0)
 	lax.runsOnce(t)
 	assert.Len(t, lax.brokerRuns(t), 1)
+}
+
+// commands.init and pre run in the entrypoint's shell, as in the operator's script: what they
+// export and set, and the directory they cd to, reach the broker (and so the command); unset
+// variables and source work as in a shell of their own; an exit ends the container.
+func TestOperatorCommandsShareTheShell(t *testing.T) {
+	t.Parallel()
+	vars := filepath.Join(t.TempDir(), "vars.sh")
+	require.NoError(t, os.WriteFile(vars, []byte("export MARK_SOURCED=yes\n"), 0o644))
+	p := newPod(t, helmtest.Options{Set: []string{"command=hostname",
+		"commands.init=export MARK_INIT=init; MARK_LOCAL=local$MARK_UNSET",
+		"commands.pre=cd / && export MARK_PRE=$MARK_LOCAL-$MARK_INIT && source " + vars,
+	}}, 0)
+	p.runsOnce(t)
+	env := p.brokerEnv(t, 1)
+	assert.Equal(t, "init", env["MARK_INIT"], "init's export")
+	assert.Equal(t, "local-init", env["MARK_PRE"], "pre sees init's variables")
+	assert.Equal(t, "yes", env["MARK_SOURCED"], "pre's source")
+	cwd, err := os.ReadFile(filepath.Join(p.fake, "cwd.1"))
+	require.NoError(t, err)
+	assert.Equal(t, "/\n", string(cwd), "pre's cd")
+
+	exit := newPod(t, helmtest.Options{Set: []string{"command=hostname", "commands.pre=exit 4"}}, 0)
+	status, out := exit.run(t)
+	assert.Equal(t, 4, status, out)
+	assert.Empty(t, exit.brokerRuns(t))
 }
 
 func TestOperatorBrokerOptions(t *testing.T) {

@@ -45,16 +45,21 @@ api_stopped=$run/api-stopped
 command_status=$run/command-status
 command_ended=$run/command-ended
 
-# commands.* (the operator's): user_command NAME SCRIPT [shown] runs SCRIPT with /bin/sh.
-# logging.quiet discards its output unless shown (post's is); a failure is logged and ignored,
+# commands.* (the operator's): user_command NAME SCRIPT [shown] runs SCRIPT. init, pre,
+# brokerPre and workerPre run in this shell, as the operator's script runs them: what they
+# export, the directory they cd to and what they source reach the broker and so the command;
+# an exit in them ends the container. post runs in a shell of its own (/bin/sh -c).
+# logging.quiet discards the output unless shown (post's is); a failure is logged and ignored,
 # or with logging.strict ends the pod with its status (the operator's `set -e`).
 user_command() {
   [ -n "$2" ] || return 0
   cmd_status=0
+  run_user=user_here
+  if [ "$1" = post ]; then run_user=user_child; fi
   if [ "${MINICLUSTER_QUIET:-false}" = true ] && [ "${3:-}" != shown ]; then
-    /bin/sh -c "$2" > /dev/null 2>&1 3<&- 4<&- || cmd_status=$?
+    "$run_user" "$2" > /dev/null 2>&1 3<&- 4<&- || cmd_status=$?
   else
-    /bin/sh -c "$2" 3<&- 4<&- || cmd_status=$?
+    "$run_user" "$2" 3<&- 4<&- || cmd_status=$?
   fi
   if [ "$cmd_status" -ne 0 ]; then
     if [ "${MINICLUSTER_STRICT:-false}" = true ]; then
@@ -65,6 +70,21 @@ user_command() {
   fi
   return 0
 }
+
+user_child() { /bin/sh -c "$1"; }
+# user_here: the script may use unset variables (a shell's default); this script may not.
+user_here() {
+  set +u
+  user_status=0
+  eval "$1" || user_status=$?
+  set -eu
+  return "$user_status"
+}
+# source, which bash has and many /bin/sh lack, is the POSIX `.` in the scripts (through eval:
+# a shell that has it refuses the name as a function's as it reads this file).
+if ! command -v source > /dev/null 2>&1; then
+  eval 'source() { . "$1"; }'
+fi
 
 # quote WORD sets quoted to WORD in single quotes, as the shell reads it back (eval).
 quote() {
@@ -256,6 +276,25 @@ start_api() {
   (
     while :; do
       /minicluster/keys/minicluster-api "$@" || log "the API server exited with status $?: starting it again"
+      sleep 1
+    done
+  ) 3<&- 4<&- &
+}
+
+# start_autoscale (autoscale.enabled, metrics.enabled): the lead runs minicluster-autoscale beside
+# its broker (the keys container copied it here). It sizes the MiniCluster by asking the keys
+# container, which holds the pod's Kubernetes credentials, through /minicluster/keys/autoscale,
+# and serves the metrics. Like the API server it outlasts the broker's restarts.
+start_autoscale() {
+  if [ "$index" -ne 0 ] || [ -z "${MINICLUSTER_AUTOSCALE:-}${MINICLUSTER_METRICS_PORT:-}" ]; then return 0; fi
+  set -- --flux="$flux_cmd" --script=/minicluster/scripts/autoscale-state.py --dir=/minicluster/keys/autoscale \
+    --every="${MINICLUSTER_AUTOSCALE_EVERY:-2s}"
+  if [ -n "${MINICLUSTER_METRICS_PORT:-}" ]; then set -- "$@" --metrics-addr=":$MINICLUSTER_METRICS_PORT"; fi
+  # shellcheck disable=SC2086 # MINICLUSTER_AUTOSCALE holds flags the chart wrote, split on purpose
+  set -- "$@" ${MINICLUSTER_AUTOSCALE:-}
+  (
+    while :; do
+      /minicluster/keys/minicluster-autoscale "$@" || log "the autoscaler exited with status $?: starting it again"
       sleep 1
     done
   ) 3<&- 4<&- &
@@ -726,6 +765,7 @@ main() {
   install_keys
   encode_resources
   start_api
+  start_autoscale
   broker_options
   state_options
   rc3_option

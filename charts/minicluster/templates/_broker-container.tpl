@@ -92,6 +92,24 @@
         - name: MINICLUSTER_API_TLS
           value: {{ ne .Values.api.tls.secretName "" | quote }}
         {{- end }}
+        {{- if .Values.autoscale.enabled }}
+        # autoscale.enabled: the lead sizes the MiniCluster (entrypoint.sh, minicluster-autoscale).
+        - name: MINICLUSTER_AUTOSCALE
+          value: {{ printf "--autoscale --min-size=%d --max-size=%s --idle=%ds" (int .Values.autoscale.minSize) (include "minicluster.maxSize" .) (int .Values.autoscale.idleSeconds) | quote }}
+        # flux jobs shows why a job waits while the MiniCluster grows for it (its memo
+        # user.autoscale, set by the autoscaler) after flux-core's default columns.
+        - name: FLUX_JOBS_FORMAT_DEFAULT
+          value: "{id.f58:>12} ?:{queue:<8.8} +:{username:<8} {name:<10.10+} {status_abbrev:>2.2} {ntasks:>6} {nnodes:>6h} {contextual_time!F:>8h} {contextual_info} ?:{user.autoscale}"
+        {{- end }}
+        {{- if or .Values.autoscale.enabled .Values.metrics.enabled }}
+        - name: MINICLUSTER_AUTOSCALE_EVERY
+          value: {{ printf "%ds" (int .Values.autoscale.intervalSeconds) | quote }}
+        {{- end }}
+        {{- if .Values.metrics.enabled }}
+        # metrics.enabled: the lead serves Prometheus metrics on this port.
+        - name: MINICLUSTER_METRICS_PORT
+          value: {{ int .Values.metrics.port | quote }}
+        {{- end }}
         # For kubectl exec: flux (and flux proxy $FLUX_URI) reach this pod's broker, whose
         # socket the entrypoint pins at the same path in every pod. PATH stays the image's: a
         # value here would replace it, not extend it.
@@ -104,6 +122,11 @@
         - name: broker
           containerPort: {{ int .Values.flux.port }}
           protocol: TCP
+        {{- if .Values.metrics.enabled }}
+        - name: metrics
+          containerPort: {{ int .Values.metrics.port }}
+          protocol: TCP
+        {{- end }}
         {{- if .Values.api.enabled }}
         - name: api
           containerPort: {{ int .Values.api.port }}

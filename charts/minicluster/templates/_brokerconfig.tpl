@@ -13,6 +13,21 @@
 {{- $max -}}
 {{- end -}}
 
+{{/* minicluster.jobSize is the Job's parallelism: size, or under autoscale the live Job's while
+size is what the last install or upgrade gave (so an upgrade keeps what the autoscaler chose, and
+--set size=N still sets a size). */}}
+{{- define "minicluster.jobSize" -}}
+{{- $size := int .Values.size -}}
+{{- if .Values.autoscale.enabled -}}
+{{- $live := include "minicluster.liveJob" . | fromJson -}}
+{{- $given := dig "metadata" "annotations" "minicluster.dev/size" "" $live -}}
+{{- if and $given (eq (int $given) $size) -}}
+{{- $size = dig "spec" "parallelism" $size $live | int -}}
+{{- end -}}
+{{- end -}}
+{{- $size -}}
+{{- end -}}
+
 {{/* minicluster.hosts is the RFC 29 hostlist of all maxSize brokers' short hostnames. */}}
 {{- define "minicluster.hosts" -}}
 {{- $max := include "minicluster.maxSize" . | int -}}
@@ -47,11 +62,12 @@
   "bootstrap" $bootstrap
   "resource" (dict "path" (include "minicluster.resourcePath" .) "noverify" true)
   "access" (dict "allow-guest-user" true "allow-root-owner" true)
-  "ingest" (dict "validator" (dict "plugins" (list "jobspec" "feasibility" "/minicluster/scripts/validate-brokers-up.py"))) -}}
+  "ingest" (dict "validator" (dict "plugins" (ternary (list "jobspec" "feasibility") (list "jobspec" "feasibility" "/minicluster/scripts/validate-brokers-up.py") .Values.autoscale.enabled))) -}}
 {{- /* The feasibility validator refuses at submit a job that no MiniCluster of maxSize brokers
 could run, with the scheduler's reason (feasibility.check); the chart's own
 (files/validate-brokers-up.py) one that needs more than the brokers up now, saying to grow the
-MiniCluster first, so that every scheduler and queue policy treats it alike. */ -}}
+MiniCluster first, so that every scheduler and queue policy treats it alike. Under autoscale such a
+job waits instead: the MiniCluster grows for it. */ -}}
 {{- if eq .Values.flux.scheduler "fluxion" -}}
 {{- $_ := set $config "sched-fluxion-qmanager" (dict "queue-policy" .Values.flux.queuePolicy) -}}
 {{- /* Fluxion's feasibility module judges against the whole R file (all maxSize brokers, as if

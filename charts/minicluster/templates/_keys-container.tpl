@@ -31,6 +31,16 @@
         - --api-tls-name={{ . }}
         {{- end }}
         {{- end }}
+        {{- if or .Values.autoscale.enabled .Values.metrics.enabled }}
+        # The lead's keys container hands the autoscaler and metrics server to the broker's container.
+        - --autoscaler=/minicluster/keys/minicluster-autoscale
+        {{- end }}
+        {{- if .Values.autoscale.enabled }}
+        # and applies the autoscaler's sizes to the Job (its only Kubernetes credentials are here).
+        - --autoscale-dir=/minicluster/keys/autoscale
+        - --min-size={{ int .Values.autoscale.minSize }}
+        - --max-size={{ include "minicluster.maxSize" . }}
+        {{- end }}
         - --wait-parent
         - --hosts-file=/minicluster/config/hosts
         - --topology={{ .Values.flux.topology }}

@@ -59,7 +59,7 @@ func TestErrorsWriteNothing(t *testing.T) {
 	}
 	out, err := execute(strings.Replace(hello, "size: 2", "size: 2\n  minSize: 1", 1))
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "stdin: cannot convert:\n  spec.minSize:")
+	assert.Contains(t, err.Error(), "stdin: cannot convert: 1 field:\n  spec.minSize:")
 	assert.Empty(t, out)
 }
 

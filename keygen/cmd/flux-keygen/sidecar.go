@@ -50,16 +50,22 @@ namespace being deleted never allows, and kubectl delete namespace waits for eve
 alone can wait 5 minutes or more (after a replacement the namespace refused, the controller
 holds back the Job's end until it stops expecting that pod); a deleted Job lets go at once.
 
+With --autoscale-dir (the lead, autoscale.enabled) it applies the sizes the autoscaler in the
+broker's container asks for there (target.json) to the Job --job, records each resize as an
+Event on the Job, and writes the Job's size there (size).
+
 It reads only the named objects (get, list and watch with a metadata.name field selector), the
 Service's EndpointSlices and, with --namespace-deleted-code, its namespace; it writes nothing
-to the API server but the deletion of --job when its namespace is being deleted.`
+to the API server but the deletion of --job when its namespace is being deleted and, with
+--autoscale-dir, the size of --job and Events.`
 
 func newSidecarCmd(e env) *cobra.Command {
 	var o sidecar.Options
 	var api apiFlags
 	var hostsFile, topology, readinessAddr string
 	var waitParent, once bool
-	var apiServer string
+	var apiServer, autoscaler string
+	var resize sidecar.Resizer
 	var namespaceDeletedCode int
 	var job string
 	cmd := &cobra.Command{
@@ -73,13 +79,12 @@ func newSidecarCmd(e env) *cobra.Command {
 			}
 			fetch := func() error {
 				// The lead's broker container runs the API server (api.enabled) from here.
-				if apiServer != "" && e.getenv("JOB_COMPLETION_INDEX") == "0" {
-					self, err := os.Executable()
-					if err != nil {
-						return err
-					}
-					if err := sidecar.InstallProgram(filepath.Join(filepath.Dir(self), "minicluster-api"), apiServer); err != nil {
-						return err
+				// And the autoscaler and metrics server (autoscale.enabled, metrics.enabled).
+				if e.getenv("JOB_COMPLETION_INDEX") == "0" {
+					for program, dest := range map[string]string{"minicluster-api": apiServer, "minicluster-autoscale": autoscaler} {
+						if err := installBeside(program, dest); err != nil {
+							return err
+						}
 					}
 				}
 				// The API's credentials and TLS key are the lead's alone.
@@ -129,6 +134,17 @@ func newSidecarCmd(e env) *cobra.Command {
 					}
 				}()
 			}
+			if resize.Dir != "" && e.getenv("JOB_COMPLETION_INDEX") == "0" {
+				api.defaults(e, &o.Namespace)
+				client, err := e.newClient(api.kubeconfig)
+				if err != nil {
+					return err
+				}
+				resize.Client, resize.Namespace, resize.Job, resize.Every, resize.Log = client, o.Namespace, job, time.Second, e.stderr
+				ctx, stop := context.WithCancel(cmd.Context())
+				defer stop()
+				go resize.Run(ctx)
+			}
 			return ended(sidecar.RunBesideBroker(o.Out, fetch, e.signals(), e.stderr))
 		},
 	}
@@ -145,6 +161,10 @@ func newSidecarCmd(e env) *cobra.Command {
 	f.StringVar(&apiServer, "api-server", "", "on the lead (index 0), copy this image's minicluster-api to this path, for the broker's container to run")
 	f.StringVar(&o.APIName, "api-name", "", "on the lead (index 0), the Secret of the API's credentials (user, token, secret-key), written to --out/api")
 	f.StringVar(&o.APITLSName, "api-tls-name", "", "on the lead (index 0), the API's TLS Secret (tls.crt, tls.key), written to --out/api")
+	f.StringVar(&autoscaler, "autoscaler", "", "on the lead (index 0), copy this image's minicluster-autoscale to this path, for the broker's container to run")
+	f.StringVar(&resize.Dir, "autoscale-dir", "", "on the lead (index 0), apply the autoscaler's targets from this directory to the Job --job, and write its size there")
+	f.IntVar(&resize.MinSize, "min-size", 1, "with --autoscale-dir: the fewest brokers a target may ask for")
+	f.IntVar(&resize.MaxSize, "max-size", 0, "with --autoscale-dir: the most brokers a target may ask for")
 	f.BoolVar(&once, "once", false, "write the keys (and wait for the parent), then exit: no files for a broker's entrypoint")
 	f.IntVar(&namespaceDeletedCode, "namespace-deleted-code", 0, "at the end, exit with this code when the namespace is being deleted (0: never ask)")
 	f.StringVar(&job, "job", "", "with --namespace-deleted-code: the broker Job, deleted when the namespace is being deleted")
@@ -209,4 +229,17 @@ func stopSignals() <-chan os.Signal {
 	c := make(chan os.Signal, 1)
 	signal.Notify(c, syscall.SIGTERM, syscall.SIGINT)
 	return c
+}
+
+// installBeside copies the program of this image that sits beside flux-keygen to dest, for the
+// broker's container to run (nothing when dest is empty).
+func installBeside(program, dest string) error {
+	if dest == "" {
+		return nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	return sidecar.InstallProgram(filepath.Join(filepath.Dir(self), program), dest)
 }
