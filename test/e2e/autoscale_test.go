@@ -26,9 +26,9 @@ import (
 	"github.com/minicluster/minicluster/internal/tooltest"
 )
 
-// autoscaled are the values of an autoscaled MiniCluster of 1 to 4 brokers with the REST API and
+// autoscaled are the values of an autoscaled MiniCluster of 1 to 6 brokers with the REST API and
 // metrics on; brokers idle for 15 s are given back.
-var autoscaled = []string{"--set", "size=1", "--set", "maxSize=4", "--set", "autoscale.enabled=true",
+var autoscaled = []string{"--set", "size=1", "--set", "maxSize=6", "--set", "autoscale.enabled=true",
 	"--set", "autoscale.idleSeconds=15", "--set", "autoscale.intervalSeconds=1", "--set", "flux.queuePolicy=easy",
 	"--set", "api.enabled=true", "--set", "metrics.enabled=true"}
 
@@ -41,14 +41,14 @@ func TestAutoscale(t *testing.T) {
 		ns := newNamespace(t, "autoscale")
 		r := newRelease(t, ns, "flux-as", helm)
 		r.install(autoscaled...)
-		pods := waitFluxUp(t, ns, r.name, 1, 4, 3*time.Minute)
+		pods := waitFluxUp(t, ns, r.name, 1, 6, 3*time.Minute)
 		lead := pods[0].Name
 
 		// A job larger than maxSize is still refused at once.
-		if out, stderr, err := fluxIn(ns, lead, "submit", "-N5", "hostname"); err == nil {
-			t.Fatalf("flux submit -N5 on a MiniCluster of at most 4 brokers was accepted: %s", out)
+		if out, stderr, err := fluxIn(ns, lead, "submit", "-N7", "hostname"); err == nil {
+			t.Fatalf("flux submit -N7 on a MiniCluster of at most 6 brokers was accepted: %s", out)
 		} else {
-			t.Logf("flux submit -N5 refused at once: %s", strings.TrimSpace(stderr))
+			t.Logf("flux submit -N7 refused at once: %s", strings.TrimSpace(stderr))
 		}
 
 		// A 4-node job over the API: it waits (the metrics say so), the MiniCluster grows, it runs.

@@ -28,7 +28,7 @@ func BenchmarkAutoscale(b *testing.B) {
 	const idle = 10
 	ns := newNamespace(b, "bench-autoscale")
 	auto := newRelease(b, ns, "auto", helm4)
-	auto.install(append(append([]string{}, autoscaled...), "--set", fmt.Sprintf("autoscale.idleSeconds=%d", idle))...)
+	auto.install(append(append([]string{}, autoscaled...), "--set", "maxSize=4", "--set", fmt.Sprintf("autoscale.idleSeconds=%d", idle))...)
 	manual := newRelease(b, ns, "manual", helm4)
 	manual.install("--set", "size=1", "--set", "maxSize=4", "--set", "flux.queuePolicy=easy")
 	autoLead := waitFluxUp(b, ns, auto.name, 1, 4, wiringTimeout)[0].Name
