@@ -6,7 +6,8 @@
 #
 # With DIR (the directory the autoscaler shares with the keys container), while the MiniCluster
 # grows each waiting job gets the memo user.autoscale saying so, which the chart's default
-# `flux jobs` format (FLUX_JOBS_FORMAT_DEFAULT) shows; it is removed once the job leaves the queue.
+# `flux jobs` format (FLUX_JOBS_FORMAT_DEFAULT) shows; it is removed once the job leaves the queue,
+# and both stay in the job's eventlog (flux job eventlog ID).
 import importlib.util
 import json
 import os
@@ -104,7 +105,8 @@ def tell_waiting(h, jobs, directory, told):
         if told.get(jobid) == want:
             continue
         try:
-            h.rpc("job-manager.memo", {"id": jobid, "volatile": True, "memo": {"autoscale": want}}).get()
+            # Not volatile: the job's eventlog keeps why it waited.
+            h.rpc("job-manager.memo", {"id": jobid, "volatile": False, "memo": {"autoscale": want}}).get()
         except OSError:
             pass  # the job ended meanwhile
         if want is None:
