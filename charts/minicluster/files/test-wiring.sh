@@ -36,9 +36,13 @@ greeting() {
   dd if=/dev/zero bs=1 count=47 2>/dev/null
   sleep 1
 }
-if greeting | nc -w 3 "$lead" "$port" | tr -d '\000' | grep -q CURVE; then
-  echo "ok: the lead broker answers on $lead:$port as a ZeroMQ CURVE server (ZMTP 3)"
-else
-  echo "FAIL: no ZeroMQ CURVE greeting from the lead broker at $lead:$port"; failed=1
-fi
+# A NetworkPolicy enforcer may let this new pod's address in only a moment after it starts:
+# the greeting is tried again for a while.
+tries=0
+until greeting | nc -w 3 "$lead" "$port" | tr -d '\000' | grep -q CURVE; do
+  tries=$((tries + 1))
+  if [ "$tries" -ge 10 ]; then echo "FAIL: no ZeroMQ CURVE greeting from the lead broker at $lead:$port"; failed=1; break; fi
+  sleep 1
+done
+[ "$tries" -lt 10 ] && echo "ok: the lead broker answers on $lead:$port as a ZeroMQ CURVE server (ZMTP 3)"
 exit $failed
