@@ -318,3 +318,30 @@ func scrape(t testing.TB, base string) map[string]float64 {
 	}
 	return m
 }
+
+// TestAutoscaleSchedulers: under sched-simple and Fluxion's other policies that queue a job
+// larger than the brokers up, such a job waits and runs once the MiniCluster has grown for it.
+func TestAutoscaleSchedulers(t *testing.T) {
+	for _, sched := range [][]string{{"flux.scheduler=simple"}, {"flux.queuePolicy=hybrid"}, {"flux.queuePolicy=conservative"}} {
+		t.Run(sched[0], func(t *testing.T) {
+			t.Parallel()
+			ns := newNamespace(t, "autoscale-sched")
+			r := newRelease(t, ns, "flux-as", helm4)
+			r.install("--set", "size=1", "--set", "maxSize=2", "--set", "autoscale.enabled=true", "--set", "autoscale.intervalSeconds=1", "--set", sched[0])
+			lead := waitFluxUp(t, ns, r.name, 1, 2, 3*time.Minute)[0].Name
+			id, stderr, err := fluxIn(ns, lead, "submit", "-N2", "hostname")
+			if err != nil {
+				t.Fatalf("flux submit -N2 on 1 broker up of 2: %v %s", err, stderr)
+			}
+			id = strings.TrimSpace(id)
+			if out, stderr, err := execInWithin(3*time.Minute, ns, lead, "flux", "flux", "job", "wait-event", "-t", "150", id, "clean"); err != nil {
+				t.Fatalf("the job did not end: %v %s %s", err, out, stderr)
+			}
+			if _, stderr, err := fluxIn(ns, lead, "job", "status", id); err != nil {
+				t.Fatalf("the 2-node job did not complete: %v %s", err, stderr)
+			}
+			checkResizeEvent(t, ns, r.name, "Grown", "from 1 to 2 brokers")
+			r.uninstallToNothing()
+		})
+	}
+}
