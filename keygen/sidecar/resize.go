@@ -167,7 +167,12 @@ func HandBack(ctx context.Context, client kubernetes.Interface, job *batchv1.Job
 	changed := false
 	out := make([]metav1.ManagedFieldsEntry, 0, len(fields))
 	for i, f := range fields {
-		if i != owner && f.Manager == ResizeManager {
+		switch {
+		case i == owner:
+			if err := addSize(&f); err != nil {
+				return err
+			}
+		case f.Manager == ResizeManager:
 			empty, err := dropSize(&f)
 			if err != nil {
 				return err
@@ -182,9 +187,6 @@ func HandBack(ctx context.Context, client kubernetes.Interface, job *batchv1.Job
 	if !changed {
 		return nil
 	}
-	if err := addSize(&out[indexOf(out, fields[owner])]); err != nil {
-		return err
-	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"managedFields": out, "resourceVersion": job.ResourceVersion}})
 	if err != nil {
 		return err
@@ -193,15 +195,6 @@ func HandBack(ctx context.Context, client kubernetes.Interface, job *batchv1.Job
 		return fmt.Errorf("handing the Job's size back to %s: %w", fields[owner].Manager, err)
 	}
 	return nil
-}
-
-func indexOf(fields []metav1.ManagedFieldsEntry, want metav1.ManagedFieldsEntry) int {
-	for i, f := range fields {
-		if f.Manager == want.Manager && f.Operation == want.Operation && f.Subresource == want.Subresource {
-			return i
-		}
-	}
-	return 0
 }
 
 // owns reports whether entry f owns spec.<field>.
