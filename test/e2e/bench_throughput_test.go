@@ -198,16 +198,16 @@ func throughputOf(b *testing.B, side string, op operatorSide, size, jobs int) st
 }
 
 // aloneConfig writes the parts of the chart's broker.toml that bear on jobs (the validators
-// $PLUGINS, the chart's own from $VALIDATOR, and Fluxion's queue policy) for `flux start`; its
-// bootstrap and R are test-size's own.
-const aloneConfig = `printf '%s\n' "$VALIDATOR" > /tmp/validate-brokers-up.py && ` +
+// $PLUGINS, the chart's own from $VALIDATOR and $FEASIBLE, and Fluxion's queue policy) for
+// `flux start`; its bootstrap and R are test-size's own.
+const aloneConfig = `printf '%s\n' "$VALIDATOR" > /tmp/validate-brokers-up.py && printf '%s\n' "$FEASIBLE" > /tmp/validate-feasible.py && ` +
 	`printf '%s\n' '[ingest.validator]' "plugins = [$PLUGINS]" '[sched-fluxion-qmanager]' 'queue-policy = "fcfs"' > /tmp/alone.toml && `
 
 // aloneValidators are the job validators of Flux alone by name (an option validators=NAME of
 // alonePod): the chart's (its broker.toml's), flux-core's feasibility alone, or none but the
 // jobspec's own check (flux-core's default, and the Flux Operator's).
 var aloneValidators = map[string]string{
-	"chart":   `"jobspec", "feasibility", "/tmp/validate-brokers-up.py"`,
+	"chart":   `"jobspec", "/tmp/validate-feasible.py", "/tmp/validate-brokers-up.py"`,
 	"flux":    `"jobspec", "feasibility"`,
 	"jobspec": `"jobspec"`,
 }
@@ -249,6 +249,10 @@ func alonePod(b *testing.B, node string, size int, script string, options ...str
 	if err != nil {
 		b.Fatal(err)
 	}
+	feasible, err := os.ReadFile(filepath.Join(chartDir, "files", "validate-feasible.py"))
+	if err != nil {
+		b.Fatal(err)
+	}
 	return oneShotPod("flux-alone", node, corev1.Container{
 		Name: "flux", Image: fluxImage, ImagePullPolicy: corev1.PullIfNotPresent,
 		Command: []string{"sh", "-c", aloneConfig + "export START=$(date +%s%N); exec flux start -o,--config-path=/tmp/alone.toml --test-exit-timeout=5m --test-size=" + strconv.Itoa(size) +
@@ -257,7 +261,8 @@ func alonePod(b *testing.B, node string, size int, script string, options ...str
 		Env: []corev1.EnvVar{{Name: "FLUX_MODPROBE_PATH_APPEND", Value: "/opt/view/etc/flux/modprobe"},
 			{Name: "FLUX_MODULE_PATH_PREPEND", Value: "/opt/view/lib/flux/modules"},
 			{Name: "FLUX_EXEC_PATH_PREPEND", Value: "/opt/view/libexec/flux/cmd"},
-			{Name: "VALIDATOR", Value: string(validator)}, {Name: "PLUGINS", Value: plugins}},
+			{Name: "VALIDATOR", Value: string(validator)}, {Name: "FEASIBLE", Value: string(feasible)},
+			{Name: "PLUGINS", Value: plugins}},
 	})
 }
 

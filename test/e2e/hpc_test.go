@@ -132,6 +132,7 @@ func TestFluxionQueueAndResize(t *testing.T) {
 	// Jobs too large for what is up, or for maxSize, under every scheduler and policy, refused
 	// at submit; the one for 3 nodes runs once a resize brings a third broker up.
 	checkTooLarge(t, ns, lead, 2, 4, 2)
+	checkFeasibilityAskedPerShape(t, ns, lead, 4)
 	if _, err := r.upgrade("--reuse-values", "--set", "size=3"); err != nil {
 		t.Fatal(err)
 	}

@@ -93,3 +93,42 @@ func jobStateNote(ns, lead, id string) (string, error) {
 	}
 	return strings.TrimSpace(out), nil
 }
+
+// checkFeasibilityAskedPerShape: the chart's validator (files/validate-feasible.py) asks the
+// scheduler's feasibility.check once for each shape of request in each of job-ingest's
+// validator workers (at most 4), not once for each job; a shape the scheduler refused is asked
+// again, and refused again with its reason. Counted by the requests Fluxion's feasibility
+// module received (`flux module stats`, whose own reading adds to the count: read twice first
+// to know by how much).
+func checkFeasibilityAskedPerShape(t *testing.T, ns, lead string, maxSize int) {
+	t.Helper()
+	const module = "sched-fluxion-feasibility"
+	received := func() int {
+		out, stderr, err := fluxIn(ns, lead, "module", "stats", "--parse", "rx.request", module)
+		n, perr := strconv.Atoi(strings.TrimSpace(out))
+		if err != nil || perr != nil {
+			t.Fatalf("flux module stats --parse rx.request %s: %q %v %s", module, out, err, stderr)
+		}
+		return n
+	}
+	before := received()
+	reading := received() - before
+	before += reading
+	const jobs = 20
+	if out, stderr, err := fluxIn(ns, lead, "submit", "--cc=1-"+strconv.Itoa(jobs), "--quiet", "--wait", "-N", "1", "true"); err != nil {
+		t.Fatalf("flux submit --cc=1-%d -N 1 true: %q %v %s", jobs, out, err, stderr)
+	}
+	if asked := received() - before - reading; asked < 1 || asked > 4 {
+		t.Errorf("%d jobs of one shape: the scheduler's feasibility check was asked %d times, want 1 to 4 (once in each validator worker)", jobs, asked)
+	}
+	before = received()
+	for i := 0; i < 2; i++ {
+		out, stderr, err := fluxIn(ns, lead, "submit", "-N", strconv.Itoa(maxSize+1), "true")
+		if err == nil || !strings.Contains(strings.ToLower(stderr), "unsatisfiable request") {
+			t.Errorf("flux submit -N %d (more than maxSize) a %s time: %q %v %q; want it refused with the scheduler's reason", maxSize+1, []string{"first", "second"}[i], out, err, stderr)
+		}
+	}
+	if asked := received() - before - reading; asked != 2 {
+		t.Errorf("a refused shape submitted twice: the scheduler's feasibility check was asked %d times, want 2 (a refusal is not remembered)", asked)
+	}
+}

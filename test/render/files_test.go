@@ -39,6 +39,7 @@ func TestScriptsAreTheChartFiles(t *testing.T) {
 		"flux.sh":                scripts.Data["flux"],
 		"modprobe-rc1.py":        scripts.Data["modprobe-rc1.py"],
 		"validate-brokers-up.py": scripts.Data["validate-brokers-up.py"],
+		"validate-feasible.py":   scripts.Data["validate-feasible.py"],
 		"autoscale-state.py":     scripts.Data["autoscale-state.py"],
 		"rc3.sh":                 scripts.Data["rc3.sh"],
 		"broker-rc3.sh":          scripts.Data["broker-rc3.sh"],
@@ -46,7 +47,7 @@ func TestScriptsAreTheChartFiles(t *testing.T) {
 		"view-copy.sh":           container(t, job, "flux-view").Command[2],
 		"test-wiring.sh":         test.Spec.Containers[0].Command[2],
 	}
-	assert.Len(t, scripts.Data, 10, "entrypoint.sh, env.sh, helpers.sh, flux, flux-container.sh, modprobe-rc1.py, validate-brokers-up.py, autoscale-state.py, rc3.sh, broker-rc3.sh")
+	assert.Len(t, scripts.Data, 11, "entrypoint.sh, env.sh, helpers.sh, flux, flux-container.sh, modprobe-rc1.py, validate-feasible.py, validate-brokers-up.py, autoscale-state.py, rc3.sh, broker-rc3.sh")
 	entries, err := os.ReadDir(filepath.Join(helmtest.ChartDir(), "files"))
 	require.NoError(t, err)
 	for _, e := range entries {

@@ -270,7 +270,7 @@ func TestBrokerConfig(t *testing.T) {
 	assert.Equal(t, "/minicluster/run/R", cfg.Resource.Path)
 	assert.True(t, cfg.Access["allow-root-owner"])
 	assert.Equal(t, map[string]string{"queue-policy": "fcfs"}, cfg.Qmanager, "Fluxion by default, first come first served")
-	assert.Equal(t, []string{"jobspec", "feasibility", "/minicluster/scripts/validate-brokers-up.py"}, cfg.Ingest.Validator.Plugins)
+	assert.Equal(t, []string{"jobspec", "/minicluster/scripts/validate-feasible.py", "/minicluster/scripts/validate-brokers-up.py"}, cfg.Ingest.Validator.Plugins)
 	assert.Equal(t, map[string]string{"load-file": "/minicluster/run/R"}, cfg.Feasibility, "Fluxion's feasibility reads all maxSize brokers from [resource] path")
 	assert.Empty(t, cfg.Modules.Alternatives)
 	assert.Equal(t, "flux-sample-[0-5]", cm.Data["hosts"])
@@ -314,7 +314,7 @@ func TestSchedulerConfig(t *testing.T) {
 			assert.Equal(t, tc.qmanager, cfg.Qmanager)
 			assert.Equal(t, tc.alts, cfg.Modules.Alternatives)
 			// Both schedulers answer the feasibility validator; only Fluxion's needs the R file.
-			assert.Equal(t, []string{"jobspec", "feasibility", "/minicluster/scripts/validate-brokers-up.py"}, cfg.Ingest.Validator.Plugins)
+			assert.Equal(t, []string{"jobspec", "/minicluster/scripts/validate-feasible.py", "/minicluster/scripts/validate-brokers-up.py"}, cfg.Ingest.Validator.Plugins)
 			if fluxion {
 				assert.Equal(t, map[string]string{"load-file": "/minicluster/run/R"}, cfg.Feasibility)
 			} else {

@@ -62,10 +62,11 @@ size is what the last install or upgrade gave (so an upgrade keeps what the auto
   "bootstrap" $bootstrap
   "resource" (dict "path" (include "minicluster.resourcePath" .) "noverify" true)
   "access" (dict "allow-guest-user" true "allow-root-owner" true)
-  "ingest" (dict "validator" (dict "plugins" (ternary (list "jobspec" "feasibility") (list "jobspec" "feasibility" "/minicluster/scripts/validate-brokers-up.py") .Values.autoscale.enabled))) -}}
-{{- /* The feasibility validator refuses at submit a job that no MiniCluster of maxSize brokers
-could run, with the scheduler's reason (feasibility.check); the chart's own
-(files/validate-brokers-up.py) one that needs more than the brokers up now, saying to grow the
+  "ingest" (dict "validator" (dict "plugins" (ternary (list "jobspec" "/minicluster/scripts/validate-feasible.py") (list "jobspec" "/minicluster/scripts/validate-feasible.py" "/minicluster/scripts/validate-brokers-up.py") .Values.autoscale.enabled))) -}}
+{{- /* The feasibility validator (files/validate-feasible.py: flux-core's feasibility.check, asked
+once for each shape of request) refuses at submit a job that no MiniCluster of maxSize brokers
+could run, with the scheduler's reason; the chart's own (files/validate-brokers-up.py) one that
+needs more than the brokers up now, saying to grow the
 MiniCluster first, so that every scheduler and queue policy treats it alike. Under autoscale such a
 job waits instead: the MiniCluster grows for it. */ -}}
 {{- if eq .Values.flux.scheduler "fluxion" -}}
