@@ -21,7 +21,6 @@ const (
 	// The headless Service of earlier operators (this one names it after the MiniCluster),
 	// still in their docs' names of the services pod.
 	olderHeadlessName = "flux-service"
-	maxBrokers        = 100000 // the chart's limit: Kubernetes' on an indexed Job's parallelism
 )
 
 // Options change the images of the result.

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/minicluster/minicluster/internal/hostlist"
+	"github.com/minicluster/minicluster/internal/limits"
 	"github.com/minicluster/minicluster/restapi"
 )
 
@@ -75,7 +76,7 @@ func serve(ctx context.Context, o options) error {
 	logger := log.New(os.Stderr, "minicluster-api: ", 0)
 	s := &restapi.Server{Flux: &restapi.Flux{Command: o.flux}, Workdir: o.workdir, StopMarker: o.stopMarker, Log: logger}
 	if o.hosts != "" {
-		hosts, err := hostlist.Expand(o.hosts, restapi.MaxNodes)
+		hosts, err := hostlist.Expand(o.hosts, limits.MaxBrokers)
 		if err != nil {
 			return fmt.Errorf("--hosts %q: %w", o.hosts, err)
 		}
