@@ -1,6 +1,7 @@
 package render
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -273,6 +274,20 @@ func TestTopologyFormsAgreeWithGo(t *testing.T) {
 		goErr := tbon.Validate(topo)
 		if (err == nil) != (goErr == nil) {
 			t.Errorf("flux.topology=%q: chart error %v, internal/tbon error %v: they must agree", topo, err, goErr)
+		}
+	}
+}
+
+// TestValidateLinesAreShort: the fail messages of _validate.tpl are written in pieces of
+// (print "..." "...") so that a reviewer reads them without scrolling; the golden above holds
+// the messages themselves.
+func TestValidateLinesAreShort(t *testing.T) {
+	const most = 200
+	raw, err := os.ReadFile(filepath.Join(helmtest.ChartDir(), "templates", "_validate.tpl"))
+	require.NoError(t, err)
+	for i, line := range strings.Split(string(raw), "\n") {
+		if len(line) > most {
+			t.Errorf("_validate.tpl:%d is %d characters, more than %d: wrap its message in (print ...) pieces", i+1, len(line), most)
 		}
 	}
 }
