@@ -10,23 +10,22 @@ import (
 	"github.com/minicluster/minicluster/convert"
 )
 
-// newRootCommand builds the command; stdin and stdout are passed in so tests can drive it.
-func newRootCommand(stdin io.Reader, stdout io.Writer) *cobra.Command {
+// newRootCmd builds the command; stdin and stdout are passed in so tests can drive it.
+func newRootCmd(stdin io.Reader, stdout io.Writer) *cobra.Command {
 	var images []string
 	var opts convert.Options
 	var table bool
 	cmd := &cobra.Command{
-		Use:   "minicluster-convert [FILE|-] [--image FROM=TO]... [--view-image IMAGE]",
-		Short: "Chart values from a Flux Operator MiniCluster",
+		Use:   "minicluster-convert [FILE|-]",
+		Short: "Write the minicluster chart's values for a Flux Operator MiniCluster",
 		Long: `minicluster-convert reads one Flux Operator MiniCluster (flux-framework.org/v1alpha2) from
 FILE (or stdin when FILE is - or absent) and writes values of the minicluster chart that make
 the same MiniCluster to stdout. A field the chart cannot do is refused with what to do instead,
 and nothing is written. A file with several MiniClusters is refused: one values file per release.
 
-  minicluster-convert minicluster.yaml --image ubuntu:noble=registry.example.com/app:1.0 > values.yaml
-  helm install flux-sample charts/minicluster -f values.yaml
-
 --table prints what becomes of every field of the v1alpha2 spec.`,
+		Example: `  minicluster-convert minicluster.yaml --image ubuntu:noble=registry.example.com/app:1.0 > values.yaml
+  helm install flux-sample charts/minicluster -f values.yaml`,
 		Args:          cobra.MaximumNArgs(1),
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -58,8 +57,8 @@ and nothing is written. A file with several MiniClusters is refused: one values 
 			return err
 		},
 	}
-	cmd.Flags().StringArrayVar(&images, "image", nil, "FROM=TO: use image TO wherever the MiniCluster names FROM (repeatable)")
-	cmd.Flags().StringVar(&opts.ViewImage, "view-image", "", "Flux view image (flux.view.image); default: the MiniCluster's, else the operator's default")
+	cmd.Flags().StringArrayVar(&images, "image", nil, "use image TO wherever the MiniCluster names image FROM, as `FROM=TO` (repeatable)")
+	cmd.Flags().StringVar(&opts.ViewImage, "view-image", "", "Flux view `IMAGE`, flux.view.image (default: the MiniCluster's, else the operator's default view)")
 	cmd.Flags().BoolVar(&table, "table", false, "print the field table (Markdown) and exit")
 	return cmd
 }

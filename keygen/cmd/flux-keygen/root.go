@@ -105,8 +105,8 @@ func newRootCmd(e env) *cobra.Command {
 	var name string
 	var meta []string
 	cmd := &cobra.Command{
-		Use:           "flux-keygen [--name NAME] [--meta KEY=VAL,...] PATH",
-		Short:         "Make a Flux CURVE certificate (drop-in for flux keygen)",
+		Use:           "flux-keygen [PATH]",
+		Short:         "Make the CURVE certificate of a Flux instance, as flux keygen does, and a MiniCluster's keys in Kubernetes",
 		Long:          rootLong,
 		Version:       version,
 		Args:          usageArgs(cobra.MaximumNArgs(1)),
@@ -134,8 +134,8 @@ func newRootCmd(e env) *cobra.Command {
 			return c.WriteFile(args[0])
 		},
 	}
-	cmd.Flags().StringVarP(&name, "name", "n", "", "certificate name, logged by the broker for its peers (default: the hostname)")
-	cmd.Flags().StringArrayVar(&meta, "meta", nil, "add comma-separated KEY=VAL metadata (repeatable; the first value of a key wins)")
+	cmd.Flags().StringVarP(&name, "name", "n", "", "certificate `NAME`, logged by the broker for its peers (default: the hostname)")
+	cmd.Flags().StringArrayVar(&meta, "meta", nil, "add comma-separated `KEY=VAL` metadata (repeatable; the first value of a key wins)")
 	cmd.CompletionOptions.DisableDefaultCmd = true // keep PATH names free; no shell here to complete
 	cmd.SetOut(e.stdout)
 	cmd.SetErr(e.stderr)
