@@ -49,7 +49,8 @@ require-registry = @if [ -z "$(REGISTRY)" ]; then echo "make $@: set REGISTRY=ho
 deps: ## the Debian packages the tests and the local cluster need (installed when missing; root)
 	bash ci/deps.sh
 
-build: ## flux-keygen, minicluster-postrender and its Helm 4 plugin, minicluster-convert into ./bin
+build: ## minicluster (the user's command), flux-keygen, minicluster-postrender and its Helm 4 plugin, minicluster-convert into ./bin
+	go build -ldflags "-X main.version=$(VERSION)" -o $(BIN)/minicluster ./cmd/minicluster
 	go build -ldflags "-X main.version=$(VERSION)" -o $(BIN)/flux-keygen ./keygen/cmd/flux-keygen
 	go build -o $(BIN)/minicluster-postrender ./postrender/cmd/minicluster-postrender
 	go build -o $(BIN)/minicluster-convert ./convert/cmd/minicluster-convert
