@@ -113,13 +113,15 @@ lint: $(HELM3) $(HELM_DOCS) ## gofmt, go vet, helm lint of every values file, sh
 	bash ci/lint-scripts.sh
 	@dot -Tsvg docs/architecture.dot | cmp -s - docs/architecture.svg || { echo "stale: docs/architecture.svg: run make docs (it renders docs/architecture.dot)" >&2; exit 1; }
 	@go run ./ci/report --check
+	@go run ./ci/poddoc --check
 	@go run ./ci/doclint
 
 version: ## write ./VERSION into Chart.yaml, plugin.yaml and the image tags of values/ (after editing VERSION)
 	go run ./ci/version
 
-docs: $(HELM_DOCS) ## the chart's README.md (helm-docs, the values table from values.yaml's comments), values.schema.json's descriptions, docs/architecture.svg (Graphviz)
+docs: $(HELM_DOCS) ## the chart's README.md (helm-docs, the values table from values.yaml's comments), values.schema.json's descriptions, docs/architecture.svg (Graphviz), the broker pod's tables in docs/architecture.md (a render)
 	go run ./ci/valuesdoc --helm-docs $(HELM_DOCS)
+	go run ./ci/poddoc
 	dot -Tsvg docs/architecture.dot -o docs/architecture.svg
 
 fuzz: ## short, bounded fuzz runs (FUZZ_TARGETS; FUZZ_EXECS overrides each budget)
