@@ -101,7 +101,7 @@ func convertDoc(doc []byte, opts Options) (Result, error) {
 	}
 	var mc miniCluster
 	if err := yaml.UnmarshalStrict(doc, &mc); err != nil {
-		return Result{}, fmt.Errorf("%w: see `minicluster-convert --table` for the v1alpha2 MiniCluster's fields", err)
+		return Result{}, fmt.Errorf("%w: see `minicluster convert --table` for the v1alpha2 MiniCluster's fields", err)
 	}
 	if mc.Metadata.Name == "" {
 		return Result{}, errors.New("metadata.name is empty: the MiniCluster's name becomes the release name")
