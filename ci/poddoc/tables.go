@@ -3,133 +3,14 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/minicluster/minicluster/internal/helmtest"
 )
-
-// release is the name the chart is rendered under; the tables write it as R, as the docs do.
-const release = "flux-sample"
-
-// A variant is values that add to the broker pod, rendered beside the defaults so that the tables
-// can say which part comes with which value.
-type variant struct {
-	label string   // how the tables name it
-	set   []string // --set
-}
-
-// variants are the values that add a container, a volume, a port, a probe or a script.
-var variants = []variant{
-	{"`flux.view.mode=copy`", []string{"flux.view.mode=copy"}},
-	{"`munge.enabled`", []string{"munge.enabled=true"}},
-	{"`api.enabled`", []string{"api.enabled=true"}},
-	{"`autoscale.enabled`", []string{"autoscale.enabled=true", "flux.queuePolicy=easy"}},
-	{"`metrics.enabled`", []string{"metrics.enabled=true"}},
-	{"`flux.state.enabled`", []string{"flux.state.enabled=true", "flux.state.storageClassName=standard"}},
-}
-
-// render is one render of the chart: the broker pod, the scripts ConfigMap and the helm test pod.
-type render struct {
-	label   string // "" for the default values
-	pod     corev1.PodSpec
-	scripts map[string]string // the scripts ConfigMap's data
-	test    *corev1.PodSpec
-}
-
-// renderAll renders the default values, then each variant.
-func renderAll() ([]render, error) {
-	var out []render
-	for _, v := range append([]variant{{}}, variants...) {
-		r, err := renderOne(v)
-		if err != nil {
-			return nil, fmt.Errorf("values %v: %w", v.set, err)
-		}
-		out = append(out, r)
-	}
-	return out, nil
-}
-
-func renderOne(v variant) (render, error) {
-	stream, err := helmtest.Template(helmtest.Options{ReleaseName: release, Set: v.set})
-	if err != nil {
-		return render{}, err
-	}
-	objs, err := helmtest.DecodeAll(stream)
-	if err != nil {
-		return render{}, err
-	}
-	r := render{label: v.label}
-	job, ok := helmtest.Find(objs, "Job", release)
-	if !ok {
-		return r, fmt.Errorf("no Job %s in the render", release)
-	}
-	r.pod = job.Object.(*batchv1.Job).Spec.Template.Spec
-	cm, ok := helmtest.Find(objs, "ConfigMap", release+"-entrypoint")
-	if !ok {
-		return r, fmt.Errorf("no ConfigMap %s-entrypoint in the render", release)
-	}
-	r.scripts = cm.Object.(*corev1.ConfigMap).Data
-	if test, ok := helmtest.Find(objs, "Pod", release+"-test-wiring"); ok {
-		r.test = &test.Object.(*corev1.Pod).Spec
-	}
-	return r, nil
-}
-
-// chartFiles is the chart's files/ by name.
-func chartFiles() (map[string]string, error) {
-	dir := filepath.Join(helmtest.ChartDir(), "files")
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	files := map[string]string{}
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			return nil, err
-		}
-		files[e.Name()] = string(b)
-	}
-	return files, nil
-}
-
-// imageKeys maps the default images to the values that set them, so that the table names the
-// value rather than a tag that changes with every version.
-func imageKeys() (map[string]string, error) {
-	raw, err := os.ReadFile(filepath.Join(helmtest.ChartDir(), "values.yaml"))
-	if err != nil {
-		return nil, err
-	}
-	var v struct {
-		Image  string `json:"image"`
-		Keygen struct {
-			Image struct{ Repository, Tag string } `json:"image"`
-		} `json:"keygen"`
-		Flux struct {
-			View struct{ Image string } `json:"view"`
-		} `json:"flux"`
-	}
-	if err := yaml.Unmarshal(raw, &v); err != nil {
-		return nil, err
-	}
-	tag := v.Keygen.Image.Tag
-	if tag == "" {
-		tag = helmtest.AppVersion()
-	}
-	return map[string]string{
-		v.Image:                               "`image`",
-		v.Keygen.Image.Repository + ":" + tag: "`keygen.image`",
-		v.Flux.View.Image:                     "`flux.view.image`",
-	}, nil
-}
 
 // rows collects table rows by key in first-seen order, each with the variants it appears in.
 type rows struct {
@@ -266,7 +147,7 @@ func joinFor(r *rows, name, rowWhen string) string {
 // inline named by its file.
 func runs(c corev1.Container, files map[string]string) string {
 	var words []string
-	for _, a := range append(append([]string{}, c.Command...), c.Args...) {
+	for _, a := range commandLine(c) {
 		if name := fileOf(a, files); name != "" {
 			words = append(words, "files/"+name+" (inline)")
 			continue
@@ -359,7 +240,7 @@ func volumeTable(p *printer, renders []render) {
 			id[v.Name] = v.Name + "\x00" + volumeSource(v)
 			t.add(id[v.Name], r.label, v.Name, volumeSource(v))
 		}
-		for _, c := range append(append([]corev1.Container{}, r.pod.InitContainers...), r.pod.Containers...) {
+		for _, c := range allContainers(r.pod) {
 			for _, m := range c.VolumeMounts {
 				at := m.MountPath
 				if m.SubPath != "" {
@@ -399,8 +280,8 @@ func scriptTable(p *printer, renders []render, files map[string]string) {
 				}
 			}
 		}
-		for _, c := range append(append([]corev1.Container{}, r.pod.InitContainers...), r.pod.Containers...) {
-			for _, a := range append(append([]string{}, c.Command...), c.Args...) {
+		for _, c := range allContainers(r.pod) {
+			for _, a := range commandLine(c) {
 				if name := fileOf(a, files); name != "" {
 					add(name, where{"inline in the command of the broker pod's container `" + c.Name + "`", ""})
 				}
@@ -408,7 +289,7 @@ func scriptTable(p *printer, renders []render, files map[string]string) {
 		}
 		if r.test != nil {
 			for _, c := range r.test.Containers {
-				for _, a := range append(append([]string{}, c.Command...), c.Args...) {
+				for _, a := range commandLine(c) {
 					if name := fileOf(a, files); name != "" {
 						add(name, where{"inline in the command of the `helm test` Pod " + rel(release+"-test-wiring"), ""})
 					}
@@ -456,7 +337,7 @@ func scriptPaths(pod corev1.PodSpec, scripts map[string]string) map[string][]str
 	}
 	out := map[string][]string{}
 	seen := map[string]bool{}
-	for _, c := range append(append([]corev1.Container{}, pod.InitContainers...), pod.Containers...) {
+	for _, c := range allContainers(pod) {
 		for _, m := range c.VolumeMounts {
 			if m.Name != volume {
 				continue
@@ -491,4 +372,14 @@ func keysAt(items, scripts map[string]string, m corev1.VolumeMount) map[string]s
 		}
 	}
 	return out
+}
+
+// allContainers is a pod's init containers, then its containers.
+func allContainers(pod corev1.PodSpec) []corev1.Container {
+	return append(append([]corev1.Container{}, pod.InitContainers...), pod.Containers...)
+}
+
+// commandLine is what a container runs: its command, then its arguments.
+func commandLine(c corev1.Container) []string {
+	return append(append([]string{}, c.Command...), c.Args...)
 }
