@@ -12,7 +12,8 @@ func newWaitCmd(e env) *cobra.Command {
 	cmd := app.NewWaitCmd(app.Env{Stdout: e.stdout, Stderr: e.stderr, Getenv: e.getenv, NewClient: e.newClient})
 	cmd.Use = "wait --release NAME [--namespace NS] [--timeout 5m]"
 	cmd.Example = ""
-	cmd.Flags().Lookup("release").Hidden = false
+	release := cmd.Flags().Lookup("release")
+	release.Hidden, release.Usage = false, "Helm release `NAME` (required)"
 	app.Deprecate(cmd, "flux-keygen kube wait", "minicluster wait", e.stderr)
 	return cmd
 }
