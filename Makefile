@@ -49,7 +49,8 @@ require-registry = @if [ -z "$(REGISTRY)" ]; then echo "make $@: set REGISTRY=ho
 deps: ## the Debian packages the tests and the local cluster need (installed when missing; root)
 	bash ci/deps.sh
 
-build: ## flux-keygen, minicluster-postrender and its Helm 4 plugin, minicluster-convert into ./bin
+build: ## minicluster (the user's command), flux-keygen, minicluster-postrender and its Helm 4 plugin, minicluster-convert into ./bin
+	go build -ldflags "-X main.version=$(VERSION)" -o $(BIN)/minicluster ./cmd/minicluster
 	go build -ldflags "-X main.version=$(VERSION)" -o $(BIN)/flux-keygen ./keygen/cmd/flux-keygen
 	go build -o $(BIN)/minicluster-postrender ./postrender/cmd/minicluster-postrender
 	go build -o $(BIN)/minicluster-convert ./convert/cmd/minicluster-convert
@@ -112,13 +113,15 @@ lint: $(HELM3) $(HELM_DOCS) ## gofmt, go vet, helm lint of every values file, sh
 	bash ci/lint-scripts.sh
 	@dot -Tsvg docs/architecture.dot | cmp -s - docs/architecture.svg || { echo "stale: docs/architecture.svg: run make docs (it renders docs/architecture.dot)" >&2; exit 1; }
 	@go run ./ci/report --check
+	@go run ./ci/poddoc --check
 	@go run ./ci/doclint
 
 version: ## write ./VERSION into Chart.yaml, plugin.yaml and the image tags of values/ (after editing VERSION)
 	go run ./ci/version
 
-docs: $(HELM_DOCS) ## the chart's README.md (helm-docs, the values table from values.yaml's comments), values.schema.json's descriptions, docs/architecture.svg (Graphviz)
+docs: $(HELM_DOCS) ## the chart's README.md (helm-docs, the values table from values.yaml's comments), values.schema.json's descriptions, docs/architecture.svg (Graphviz), the broker pod's tables in docs/architecture.md (a render)
 	go run ./ci/valuesdoc --helm-docs $(HELM_DOCS)
+	go run ./ci/poddoc
 	dot -Tsvg docs/architecture.dot -o docs/architecture.svg
 
 fuzz: ## short, bounded fuzz runs (FUZZ_TARGETS; FUZZ_EXECS overrides each budget)

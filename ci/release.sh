@@ -16,8 +16,8 @@
 #    ./VERSION into it before the commit) into bin/release/ and `helm push`es it to
 #    oci://REGISTRY/charts, the provenance file with it when signed;
 # 5. packages the Helm 4 post-renderer plugin (this host's platform) into bin/release/ (not
-#    pushed), and builds flux-keygen (for `kube wait`) for linux and darwin, amd64 and arm64,
-#    there too;
+#    pushed), and builds the user's command minicluster, and flux-keygen (its drop-in for flux
+#    keygen; its `kube wait` until the alias goes), for linux and darwin, amd64 and arm64, there too;
 # 6. reads the chart back (helm pull --verify when signed);
 # 7. runs the end-to-end test of a registry install (test/e2e TestInstallFromRegistry) against
 #    exactly what was pushed: the chart from oci://REGISTRY/charts and every image from REGISTRY,
@@ -171,10 +171,12 @@ for f in "$tmp/plugin-out"/*; do
 	esac
 done
 
-# ---- flux-keygen for users (kube wait), static -----------------------------------------------
+# ---- the users' commands, static: minicluster, flux-keygen ------------------------------------
 for platform in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64; do
-	CGO_ENABLED=0 GOOS=${platform%/*} GOARCH=${platform#*/} go build -trimpath -ldflags "-s -w -X main.version=$VERSION" \
-		-o "$RELEASE_DIR/flux-keygen-$VERSION-${platform%/*}-${platform#*/}" ./keygen/cmd/flux-keygen
+	for pkg in ./cmd/minicluster ./keygen/cmd/flux-keygen; do
+		CGO_ENABLED=0 GOOS=${platform%/*} GOARCH=${platform#*/} go build -trimpath -ldflags "-s -w -X main.version=$VERSION" \
+			-o "$RELEASE_DIR/${pkg##*/}-$VERSION-${platform%/*}-${platform#*/}" "$pkg"
+	done
 done
 
 # ---- read back -------------------------------------------------------------------------------
@@ -213,7 +215,7 @@ if [[ -f $tgz.prov ]]; then prov_size=$(size "$tgz.prov"); fi
 printf '%s\t%d bytes (chart %d, provenance %d)\n' "oci://$REGISTRY/charts/minicluster:$VERSION@$chart_digest" \
 	"$((chart_size + prov_size))" "$chart_size" "$prov_size"
 echo "files in $RELEASE_DIR:"
-for f in "$tgz" "$tgz.prov" "$plugin_tgz" "$plugin_tgz.prov" "$RELEASE_DIR"/flux-keygen-"$VERSION"-*; do
+for f in "$tgz" "$tgz.prov" "$plugin_tgz" "$plugin_tgz.prov" "$RELEASE_DIR"/minicluster-"$VERSION"-* "$RELEASE_DIR"/flux-keygen-"$VERSION"-*; do
 	if [[ -f $f ]]; then printf '  %s\t%d bytes\n' "${f#"$RELEASE_DIR"/}" "$(size "$f")"; fi
 done
 if [[ -n $SIGN_KEY ]]; then

@@ -21,7 +21,6 @@ const (
 	// The headless Service of earlier operators (this one names it after the MiniCluster),
 	// still in their docs' names of the services pod.
 	olderHeadlessName = "flux-service"
-	maxBrokers        = 100000 // the chart's limit: Kubernetes' on an indexed Job's parallelism
 )
 
 // Options change the images of the result.
@@ -102,7 +101,7 @@ func convertDoc(doc []byte, opts Options) (Result, error) {
 	}
 	var mc miniCluster
 	if err := yaml.UnmarshalStrict(doc, &mc); err != nil {
-		return Result{}, fmt.Errorf("%w: see `minicluster-convert --table` for the v1alpha2 MiniCluster's fields", err)
+		return Result{}, fmt.Errorf("%w: see `minicluster convert --table` for the v1alpha2 MiniCluster's fields", err)
 	}
 	if mc.Metadata.Name == "" {
 		return Result{}, errors.New("metadata.name is empty: the MiniCluster's name becomes the release name")

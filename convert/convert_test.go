@@ -36,7 +36,7 @@ func TestConvertRefuses(t *testing.T) {
 		{"other apiVersion", strings.Replace(hello, "v1alpha2", "v1alpha1", 1), []string{`apiVersion "flux-framework.org/v1alpha1"`, "only flux-framework.org/v1alpha2"}},
 		{"unknown field", strings.Replace(hello, "  size: 4", "  size: 4\n  sise: 4", 1), []string{"spec.sise: not a field of the v1alpha2 MiniCluster"}},
 		{"unknown nested field", strings.Replace(hello, "      command:", "      comand: x\n      command:", 1), []string{"spec.containers[0].comand: not a field"}},
-		{"wrong type", strings.Replace(hello, "size: 4", "size: four", 1), []string{"cannot unmarshal", "minicluster-convert --table"}},
+		{"wrong type", strings.Replace(hello, "size: 4", "size: four", 1), []string{"cannot unmarshal", "minicluster convert --table"}},
 		{"several MiniClusters", hello + "---\n" + hello, []string{"2 documents", "one MiniCluster at a time"}},
 		{"size too large", strings.Replace(hello, "size: 4", "size: 100001", 1), []string{"spec.size 100001", "1 to 100000"}},
 		{"size negative", strings.Replace(hello, "size: 4", "size: -1", 1), []string{"spec.size -1"}},

@@ -121,7 +121,7 @@ func unknownField(shown, pattern string) string {
 	if f, ok := oldFields[pattern]; ok {
 		return fmt.Sprintf("%s: a field of earlier operator versions, not of v1alpha2: %s; use %s", shown, f.did, f.now)
 	}
-	return fmt.Sprintf("%s: not a field of the v1alpha2 MiniCluster (a typo, or a field of another version); `minicluster-convert --table` lists them all", shown)
+	return fmt.Sprintf("%s: not a field of the v1alpha2 MiniCluster (a typo, or a field of another version); `minicluster convert --table` lists them all", shown)
 }
 
 // jsonFields are a struct's fields by their JSON names, with those of inlined structs.

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/minicluster/minicluster/internal/limits"
 )
 
 type converter struct {
@@ -42,12 +44,12 @@ func (c *converter) run() error {
 	}
 	// Every field the chart cannot take is reported, not the first alone.
 	var errs []error
-	if size < 1 || size > maxBrokers {
-		errs = append(errs, fmt.Errorf("spec.size %d: the chart runs 1 to %d brokers", s.Size, maxBrokers))
+	if size < 1 || size > limits.MaxBrokers {
+		errs = append(errs, fmt.Errorf("spec.size %d: the chart runs 1 to %d brokers", s.Size, limits.MaxBrokers))
 	}
 	c.set("size", int(size))
-	if s.MaxSize != 0 && (s.MaxSize < size || s.MaxSize > maxBrokers) {
-		errs = append(errs, fmt.Errorf("spec.maxSize %d: want size (%d) to %d", s.MaxSize, size, maxBrokers))
+	if s.MaxSize != 0 && (s.MaxSize < size || s.MaxSize > limits.MaxBrokers) {
+		errs = append(errs, fmt.Errorf("spec.maxSize %d: want size (%d) to %d", s.MaxSize, size, limits.MaxBrokers))
 	}
 	// The operator's maxSize defaults to size; the chart's would be max(size, 16).
 	c.set("maxSize", int(max(s.MaxSize, size)))

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/minicluster/minicluster/internal/hostlist"
+	"github.com/minicluster/minicluster/internal/limits"
 )
 
 // Annotations the chart writes: the parameters on the broker ConfigMap (templates/broker-configmap.yaml,
@@ -62,8 +63,8 @@ func parseParameters(cm *object) (parameters, error) {
 	if err := dec.Decode(&p); err != nil {
 		return p, fmt.Errorf("broker ConfigMap %s: annotation %s is not the chart's parameters JSON: %w; keep the annotation as the chart renders it", ref(cm), ParametersAnnotation, err)
 	}
-	if p.MaxSize < 1 || p.MaxSize > maxIndexedCompletions {
-		return p, fmt.Errorf("broker ConfigMap %s: annotation %s has maxSize=%d; it must be 1-%d (an indexed Job's completions limit)", ref(cm), ParametersAnnotation, p.MaxSize, maxIndexedCompletions)
+	if p.MaxSize < 1 || p.MaxSize > limits.MaxBrokers {
+		return p, fmt.Errorf("broker ConfigMap %s: annotation %s has maxSize=%d; it must be 1-%d (an indexed Job's completions limit)", ref(cm), ParametersAnnotation, p.MaxSize, limits.MaxBrokers)
 	}
 	if !dnsSubdomain.MatchString(p.ClusterDomain) {
 		return p, fmt.Errorf("broker ConfigMap %s: annotation %s has clusterDomain=%q, which is not a DNS name; set clusterDomain to your cluster's DNS domain (cluster.local by default)", ref(cm), ParametersAnnotation, p.ClusterDomain)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/minicluster/minicluster/internal/hostlist"
+	"github.com/minicluster/minicluster/internal/limits"
 )
 
 // Flux runs Flux's command line against the lead broker. Each call is a short-lived flux
@@ -320,7 +321,7 @@ func (f *Flux) Nodes(ctx context.Context) ([]string, error) {
 		if line == "" {
 			continue
 		}
-		h, err := hostlist.Expand(line, MaxNodes)
+		h, err := hostlist.Expand(line, limits.MaxBrokers)
 		if err != nil {
 			return nil, err
 		}
@@ -328,10 +329,6 @@ func (f *Flux) Nodes(ctx context.Context) ([]string, error) {
 	}
 	return hosts, nil
 }
-
-// MaxNodes bounds the expansion of a hostlist of the instance's brokers (an Indexed Job has at
-// most 100,000 pods).
-const MaxNodes = 100000
 
 // Shutdown stops the instance as flux shutdown does (Flux's orderly shutdown: running jobs are
 // canceled, the brokers' rc3 runs).

@@ -220,7 +220,8 @@ func TestReleaseToRealRegistry(t *testing.T) {
 	}
 	for _, want := range []string{"released minicluster " + version, registry + "/flux-keygen:" + version + "@sha256:",
 		"oci://" + registry + "/charts/minicluster:" + version + "@sha256:", "provenance", "NOT pushed: the flux, flux-view and app images", "NOT tested end to end (E2E=0)",
-		"flux-keygen-" + version + "-linux-arm64", "flux-keygen-" + version + "-darwin-amd64"} {
+		"flux-keygen-" + version + "-linux-arm64", "flux-keygen-" + version + "-darwin-amd64",
+		"minicluster-" + version + "-linux-amd64", "minicluster-" + version + "-darwin-arm64"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("ci/release.sh's output lacks %q", want)
 		}

@@ -40,6 +40,9 @@ type Options struct {
 	Set         []string // --set
 	KubeVersion string   // --kube-version, default DefaultKubeVersion
 	APIVersions []string // --api-versions: kinds the cluster serves beyond Kubernetes' own
+	// SkipSchemaValidation is --skip-schema-validation: the templates' own checks then meet
+	// values the schema would have refused first.
+	SkipSchemaValidation bool
 }
 
 func (o Options) withDefaults() Options {
@@ -123,6 +126,7 @@ func Template(opts Options) (string, error) {
 	install.Namespace = o.Namespace
 	install.KubeVersion = kv
 	install.APIVersions = o.APIVersions
+	install.SkipSchemaValidation = o.SkipSchemaValidation
 	rel, err := install.Run(chrt, vals)
 	if err != nil {
 		return "", err

@@ -1,4 +1,4 @@
-// Package operatorsrc gives the tests that hold the chart and minicluster-convert to the Flux
+// Package operatorsrc gives the tests that hold the chart and minicluster convert to the Flux
 // Operator (its types file and its test cases) the operator's pinned source tarball
 // (internal/sources: a mirror, the build cache or its upstream location; or
 // FLUX_OPERATOR_TARBALL), unpacked.

@@ -36,8 +36,8 @@ import (
 
 const benchSize = 6
 
-// resizeFlag: the benchmarks resize as NOTES.txt's command does, without Helm's client-side
-// schema check (TestClientSideCheckChangesNothing).
+// resizeFlag: the benchmarks resize without Helm's client-side schema check, which changes
+// nothing the API server decides (TestClientSideCheckChangesNothing; docs/operations.md#resize).
 const resizeFlag = "--disable-openapi-validation"
 
 func BenchmarkFloor(b *testing.B) {

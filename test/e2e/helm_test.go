@@ -144,8 +144,8 @@ func eachHelm(t *testing.T, f func(t *testing.T, helm string)) {
 	}
 }
 
-// Helm's client-side schema check (skipped by --disable-openapi-validation, as NOTES.txt's
-// resize command does) changes nothing the API server decides: a manifest with an unknown field
+// Helm's client-side schema check (skipped by --disable-openapi-validation, as the benchmarks'
+// resizes do) changes nothing the API server decides: a manifest with an unknown field
 // gets the same verdict with and without it (Helm 4: refused by the server's strict field
 // validation on apply; Helm 3: created, the field dropped by the server).
 func TestClientSideCheckChangesNothing(t *testing.T) {

@@ -26,7 +26,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/minicluster/minicluster/keygen/sidecar"
-	keygenwait "github.com/minicluster/minicluster/keygen/wait"
+	mcwait "github.com/minicluster/minicluster/wait"
 )
 
 // The control plane at scale on simulated nodes (ci/kwok: `make kwok-up`): pods there turn
@@ -448,7 +448,7 @@ func TestKwokNoNodeFits(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var log strings.Builder
-	err = keygenwait.Release(ctx, kube, keygenwait.Options{Namespace: ns, Release: r.name}, &log)
+	err = mcwait.Release(ctx, kube, mcwait.Options{Namespace: ns, Release: r.name}, &log)
 	t.Logf("kube wait: %v\n%s", err, log.String())
 	for _, want := range []string{
 		fmt.Sprintf("%d of %d broker pods ready", room, size),

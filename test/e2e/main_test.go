@@ -95,7 +95,7 @@ func setup() error {
 	}
 	helm3 = envOr("HELM3", filepath.Join(repoRoot, "bin", "tools", "helm3", "helm"))
 	helm4 = envOr("HELM4", filepath.Join(repoRoot, "bin", "tools", "helm4", "helm"))
-	for _, f := range []string{helm3, helm4, bin("flux-keygen"), bin("minicluster-postrender"), bin("minicluster-convert"), bin("helm-plugin/minicluster/plugin.yaml")} {
+	for _, f := range []string{helm3, helm4, bin("minicluster"), bin("flux-keygen"), bin("minicluster-postrender"), bin("minicluster-convert"), bin("helm-plugin/minicluster/plugin.yaml")} {
 		if _, err := os.Stat(f); err != nil {
 			return fmt.Errorf("%s is missing: run `make tools build` first (or set HELM3/HELM4)", f)
 		}

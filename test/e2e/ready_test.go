@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	keygenwait "github.com/minicluster/minicluster/keygen/wait"
+	mcwait "github.com/minicluster/minicluster/wait"
 )
 
 // TestReadyMeansReady: the moment `flux-keygen kube wait` returns (its code, run here), the
@@ -42,7 +42,7 @@ func TestReadyMeansReady(t *testing.T) {
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 				var said bytes.Buffer
-				err := keygenwait.Release(ctx, kube, keygenwait.Options{Namespace: ns, Release: r.name}, &said)
+				err := mcwait.Release(ctx, kube, mcwait.Options{Namespace: ns, Release: r.name}, &said)
 				cancel()
 				if err != nil {
 					t.Fatalf("round %d (size %d): kube wait: %v\n%s", round, size, err, said.String())

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -40,11 +41,16 @@ func TestBadValuesAreRejected(t *testing.T) {
 		{"log level", helmtest.Options{Set: []string{"flux.logLevel=9"}}, []string{"/flux/logLevel", "maximum"}},
 		{"release name not a DNS label", helmtest.Options{ReleaseName: "flux.sample"},
 			[]string{`release name "flux.sample"`, "must be a DNS label", "install with another name"}},
+		// The schema's maximum refuses these first; _validate.tpl says why to whoever skips it.
 		{"maxSize beyond an indexed Job", helmtest.Options{Set: []string{"size=2", "maxSize=100001"}},
-			[]string{"maxSize=100001 is more than 100000", "Indexed Job", "set maxSize to at most 100000"}},
+			[]string{"/maxSize", "maximum: got 100,001, want 100,000"}},
 		{"size beyond an indexed Job", helmtest.Options{Set: []string{"size=250000"}},
+			[]string{"/size", "maximum: got 250,000, want 100,000"}},
+		{"maxSize beyond an indexed Job, no schema", helmtest.Options{Set: []string{"size=2", "maxSize=100001"}, SkipSchemaValidation: true},
+			[]string{"maxSize=100001 is more than 100000", "Indexed Job", "set maxSize to at most 100000"}},
+		{"size beyond an indexed Job, no schema", helmtest.Options{Set: []string{"size=250000"}, SkipSchemaValidation: true},
 			[]string{"size=250000 is more than 100000", "Indexed Job", "set size to at most 100000", "several MiniClusters"}},
-		{"size beyond an indexed Job, maxSize too", helmtest.Options{Set: []string{"size=100001", "maxSize=100001"}},
+		{"size beyond an indexed Job, maxSize too, no schema", helmtest.Options{Set: []string{"size=100001", "maxSize=100001"}, SkipSchemaValidation: true},
 			[]string{"size=100001 is more than 100000", "set size to at most 100000"}},
 		{"topology flux-core rejects", helmtest.Options{Set: []string{"flux.topology=star"}}, []string{"/flux/topology", "star"}},
 		{"interactive, removed", helmtest.Options{Set: []string{"interactive=true"}},
@@ -268,6 +274,20 @@ func TestTopologyFormsAgreeWithGo(t *testing.T) {
 		goErr := tbon.Validate(topo)
 		if (err == nil) != (goErr == nil) {
 			t.Errorf("flux.topology=%q: chart error %v, internal/tbon error %v: they must agree", topo, err, goErr)
+		}
+	}
+}
+
+// TestValidateLinesAreShort: the fail messages of _validate.tpl are written in pieces of
+// (print "..." "...") so that a reviewer reads them without scrolling; the golden above holds
+// the messages themselves.
+func TestValidateLinesAreShort(t *testing.T) {
+	const most = 200
+	raw, err := os.ReadFile(filepath.Join(helmtest.ChartDir(), "templates", "_validate.tpl"))
+	require.NoError(t, err)
+	for i, line := range strings.Split(string(raw), "\n") {
+		if len(line) > most {
+			t.Errorf("_validate.tpl:%d is %d characters, more than %d: wrap its message in (print ...) pieces", i+1, len(line), most)
 		}
 	}
 }

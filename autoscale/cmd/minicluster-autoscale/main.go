@@ -4,12 +4,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 )
 
 func main() {
 	if err := newRootCmd().ExecuteContext(context.Background()); err != nil {
-		os.Stderr.WriteString("minicluster-autoscale: " + err.Error() + "\n")
+		fmt.Fprintf(os.Stderr, "minicluster-autoscale: %v\n", err)
 		os.Exit(1)
 	}
 }

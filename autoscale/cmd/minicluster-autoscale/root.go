@@ -29,8 +29,8 @@ type options struct {
 func newRootCmd() *cobra.Command {
 	var o options
 	cmd := &cobra.Command{
-		Use:   "minicluster-autoscale --script F --dir D [--autoscale --min-size N --max-size M --idle T] [--metrics-addr ADDR]",
-		Short: "Size a MiniCluster to its jobs and serve its metrics, from the lead broker's container",
+		Use:   "minicluster-autoscale (--autoscale --dir DIR | --metrics-addr ADDR)",
+		Short: "Size a MiniCluster to its jobs and serve its metrics, in the lead broker's container",
 		Long: `minicluster-autoscale looks at the Flux instance at FLUX_URI every --every through the
 chart's autoscale-state.py (run with flux python).
 
@@ -49,15 +49,15 @@ With --metrics-addr it serves the Prometheus exposition format at /metrics there
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.flux, "flux", "flux", "the flux command")
-	f.StringVar(&o.script, "script", "/minicluster/scripts/autoscale-state.py", "the chart's autoscale-state.py")
-	f.StringVar(&o.dir, "dir", "", "directory shared with the lead's keys container (target.json, size)")
+	f.StringVar(&o.flux, "flux", "flux", "the flux `COMMAND`")
+	f.StringVar(&o.script, "script", "/minicluster/scripts/autoscale-state.py", "run `FILE`, the chart's autoscale-state.py")
+	f.StringVar(&o.dir, "dir", "", "the `DIR` shared with the lead's keys container (target.json, size)")
 	f.DurationVar(&o.every, "every", 2*time.Second, "how often to look at Flux")
 	f.BoolVar(&o.autoscale, "autoscale", false, "size the MiniCluster to its jobs")
 	f.IntVar(&o.minSize, "min-size", 1, "fewest brokers to keep")
 	f.IntVar(&o.maxSize, "max-size", 0, "most brokers to ask for (the MiniCluster's maxSize)")
 	f.DurationVar(&o.idle, "idle", 5*time.Minute, "how long a broker runs nothing before it is given back")
-	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at /metrics here (empty: none)")
+	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at /metrics on `ADDR`, host:port (empty: none)")
 	return cmd
 }
 

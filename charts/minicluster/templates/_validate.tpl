@@ -5,37 +5,63 @@
 {{- /* Kubernetes caps an Indexed Job's parallelism at 100,000 (it also bounds the Job's status). */ -}}
 {{- $limit := 100000 -}}
 {{- if gt $size $limit -}}
-{{- fail (printf "size=%d is more than %d, the most pods an Indexed Job can run at once (Kubernetes' limit on its parallelism); set size to at most %d, or split the work across several MiniClusters" $size $limit $limit) -}}
+{{- fail (printf (print
+  "size=%d is more than %d, the most pods an Indexed Job can run at once (Kubernetes' limit on its "
+  "parallelism); set size to at most %d, or split the work across several MiniClusters")
+  $size $limit $limit) -}}
 {{- end -}}
 {{- if gt (int .Values.maxSize) $limit -}}
-{{- fail (printf "maxSize=%d is more than %d, the most pods an Indexed Job can run at once (Kubernetes' limit on its parallelism), so the brokers past it could never start; set maxSize to at most %d (or 0: the larger of size and 16)" (int .Values.maxSize) $limit $limit) -}}
+{{- fail (printf (print
+  "maxSize=%d is more than %d, the most pods an Indexed Job can run at once (Kubernetes' limit on its "
+  "parallelism), so the brokers past it could never start; set maxSize to at most %d (or 0: the larger "
+  "of size and 16)")
+  (int .Values.maxSize) $limit $limit) -}}
 {{- end -}}
 {{- $max := include "minicluster.maxSize" . | int -}}
 {{- if gt $size $max -}}
-{{- fail (printf "size=%d is larger than maxSize=%d, the number of hosts broker.toml lists; set maxSize to %d or more (on a running MiniCluster maxSize is fixed at install: uninstall and install again to grow past it)" $size $max $size) -}}
+{{- fail (printf (print
+  "size=%d is larger than maxSize=%d, the number of hosts broker.toml lists; set maxSize to %d or more "
+  "(on a running MiniCluster maxSize is fixed at install: uninstall and install again to grow past it)")
+  $size $max $size) -}}
 {{- end -}}
 {{- include "minicluster.validateAutoscale" . -}}
 {{- if eq (int .Values.flux.readinessPort) (int .Values.flux.port) -}}
 {{- fail (printf "flux.readinessPort=%d is flux.port too: the broker listens there; set flux.readinessPort to another port" (int .Values.flux.readinessPort)) -}}
 {{- end -}}
 {{- if not (regexMatch "^[a-z]([-a-z0-9]*[a-z0-9])?$" $name) -}}
-{{- fail (printf "release name %q cannot name the Service and the pods' hostnames: it must be a DNS label (lower-case letters, digits and '-', starting with a letter); install with another name" $name) -}}
+{{- fail (printf (print
+  "release name %q cannot name the Service and the pods' hostnames: it must be a DNS label (lower-case "
+  "letters, digits and '-', starting with a letter); install with another name")
+  $name) -}}
 {{- end -}}
 {{- $lastHost := printf "%s-%d" $name (sub $max 1) -}}
 {{- if gt (len $lastHost) 63 -}}
-{{- fail (printf "hostname %q (release name %q, maxSize=%d) is %d characters; a hostname may have at most 63: use a release name of at most %d characters" $lastHost $name $max (len $lastHost) (sub 62 (len (toString (sub $max 1))))) -}}
+{{- fail (printf (print
+  "hostname %q (release name %q, maxSize=%d) is %d characters; a hostname may have at most 63: use a "
+  "release name of at most %d characters")
+  $lastHost $name $max (len $lastHost) (sub 62 (len (toString (sub $max 1))))) -}}
 {{- end -}}
 {{- if and (hasKey .Values "interactive") (not (kindIs "invalid" .Values.interactive)) -}}
-{{- fail (printf "interactive=%v: the value interactive was removed; the mode follows from command alone (empty: the instance stays up, interactive; set: it runs the command and completes). Delete interactive from your values file (on helm upgrade --reuse-values, add --set interactive=null)" .Values.interactive) -}}
+{{- fail (printf (print
+  "interactive=%v: the value interactive was removed; the mode follows from command alone (empty: the "
+  "instance stays up, interactive; set: it runs the command and completes). Delete interactive from "
+  "your values file (on helm upgrade --reuse-values, add --set interactive=null)")
+  .Values.interactive) -}}
 {{- end -}}
 {{- if and (gt (int .Values.tasks) 0) (not .Values.command) -}}
 {{- fail (printf "tasks=%d needs a command to run; set command or set tasks to 0" (int .Values.tasks)) -}}
 {{- end -}}
 {{- if and .Values.flux.view.enabled (eq .Values.flux.view.mode "image") (semverCompare "<1.33-0" .Capabilities.KubeVersion.Version) -}}
-{{- fail (printf "flux.view.mode=image mounts the view image as an image volume, which needs Kubernetes >= 1.33 (on by default from 1.35); this cluster runs %s: set flux.view.mode=copy" .Capabilities.KubeVersion.Version) -}}
+{{- fail (printf (print
+  "flux.view.mode=image mounts the view image as an image volume, which needs Kubernetes >= 1.33 (on "
+  "by default from 1.35); this cluster runs %s: set flux.view.mode=copy")
+  .Capabilities.KubeVersion.Version) -}}
 {{- end -}}
 {{- if and (eq .Values.flux.scheduler "simple") (ne .Values.flux.queuePolicy "fcfs") -}}
-{{- fail (printf "flux.queuePolicy=%s is a policy of Fluxion's queue, but flux.scheduler=simple (sched-simple has no queue policy): set flux.scheduler=fluxion, or leave flux.queuePolicy at fcfs" .Values.flux.queuePolicy) -}}
+{{- fail (printf (print
+  "flux.queuePolicy=%s is a policy of Fluxion's queue, but flux.scheduler=simple (sched-simple has no "
+  "queue policy): set flux.scheduler=fluxion, or leave flux.queuePolicy at fcfs")
+  .Values.flux.queuePolicy) -}}
 {{- end -}}
 {{- with .Values.sharedMemory -}}
 {{- if not (regexMatch "^[0-9]+(\\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$" (toString .)) -}}
@@ -43,7 +69,11 @@
 {{- end -}}
 {{- end -}}
 {{- if and .Values.flux.minimalService .Values.flux.topology -}}
-{{- fail (printf "flux.minimalService=true gives the lead broker alone a DNS name, so every worker must connect to the lead directly, but flux.topology=%q makes some workers the parents of others (which they could not reach by name): set flux.topology=\"\" (flat) as well" .Values.flux.topology) -}}
+{{- fail (printf (print
+  "flux.minimalService=true gives the lead broker alone a DNS name, so every worker must connect to "
+  "the lead directly, but flux.topology=%q makes some workers the parents of others (which they could "
+  "not reach by name): set flux.topology=\"\" (flat) as well")
+  .Values.flux.topology) -}}
 {{- end -}}
 {{- include "minicluster.validateCurve" . -}}
 {{- include "minicluster.validateServices" . -}}
@@ -51,7 +81,11 @@
 {{- include "minicluster.validateRestricted" . -}}
 {{- with .Values.queue.name -}}
 {{- if not (and (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" .) (le (len .) 63)) -}}
-{{- fail (printf "queue.name=%q is not a DNS label, so it cannot name a Kueue LocalQueue: use at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit (the name of a LocalQueue in namespace %s: kubectl get localqueues -n %s)" . $.Release.Namespace $.Release.Namespace) -}}
+{{- fail (printf (print
+  "queue.name=%q is not a DNS label, so it cannot name a Kueue LocalQueue: use at most 63 lower-case "
+  "letters, digits and '-', starting and ending with a letter or digit (the name of a LocalQueue in "
+  "namespace %s: kubectl get localqueues -n %s)")
+  . $.Release.Namespace $.Release.Namespace) -}}
 {{- end -}}
 {{- end -}}
 {{- include "minicluster.validateState" . -}}
@@ -65,7 +99,11 @@
 {{- $api := .Values.api -}}
 {{- if $api.enabled -}}
 {{- if .Values.command -}}
-{{- fail (printf "api.enabled=true with command=%q: the API serves a persistent MiniCluster, and with a command the MiniCluster is ephemeral (it ends with the command, leaving nothing to serve). Unset command (submit it through the API instead), or set api.enabled=false" .Values.command) -}}
+{{- fail (printf (print
+  "api.enabled=true with command=%q: the API serves a persistent MiniCluster, and with a command the "
+  "MiniCluster is ephemeral (it ends with the command, leaving nothing to serve). Unset command "
+  "(submit it through the API instead), or set api.enabled=false")
+  .Values.command) -}}
 {{- end -}}
 {{- if eq (int $api.port) (int .Values.flux.port) -}}
 {{- fail (printf "api.port=%d is flux.port, the brokers' own port: give the API another port (default 5000)" (int $api.port)) -}}
@@ -76,7 +114,10 @@
 {{- $subdomain := "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$" -}}
 {{- range $key, $v := dict "api.existingSecret" $api.existingSecret "api.tls.secretName" $api.tls.secretName -}}
 {{- if and $v (not (regexMatch $subdomain $v)) -}}
-{{- fail (printf "%s=%q is not a valid Secret name (a DNS subdomain: lower-case letters, digits, '-' and '.', starting and ending with a letter or digit): give the name of a Secret in namespace %s" $key $v $.Release.Namespace) -}}
+{{- fail (printf (print
+  "%s=%q is not a valid Secret name (a DNS subdomain: lower-case letters, digits, '-' and '.', "
+  "starting and ending with a letter or digit): give the name of a Secret in namespace %s")
+  $key $v $.Release.Namespace) -}}
 {{- end -}}
 {{- end -}}
 {{- if and $api.existingSecret (not $api.requireAuth) -}}
@@ -88,7 +129,12 @@
 {{- fail (printf "api.tokenLifetime=%s is longer than 24h, the longest an access token may live (a token that leaks is good that long): give at most 24h" $lifetime) -}}
 {{- end -}}
 {{- if and (not $api.requireAuth) (not $api.acknowledgeNoAuth) -}}
-{{- fail (printf "api.requireAuth=false serves the API without credentials: anyone who reaches port %d (from any pod the NetworkPolicy lets in, or any namespace where none is enforced) runs jobs as the instance's user. Set api.requireAuth=true (the default), or set api.acknowledgeNoAuth=true as well to confirm it" (int $api.port)) -}}
+{{- fail (printf (print
+  "api.requireAuth=false serves the API without credentials: anyone who reaches port %d (from any pod "
+  "the NetworkPolicy lets in, or any namespace where none is enforced) runs jobs as the instance's "
+  "user. Set api.requireAuth=true (the default), or set api.acknowledgeNoAuth=true as well to confirm "
+  "it")
+  (int $api.port)) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
@@ -101,7 +147,12 @@ read each other's CURVE and munge keys and delete each other's Jobs). */}}
 {{- $sa := .Values.serviceAccountName -}}
 {{- if $sa -}}
 {{- if eq $sa "default" -}}
-{{- fail (printf "serviceAccountName=default: every pod of namespace %s that names no account runs as it, and the chart lets the brokers' account read this release's CURVE and munge keys; create an account for this release alone (kubectl create serviceaccount %s-flux -n %s) and name it, or leave serviceAccountName empty for the chart's own" .Release.Namespace .Release.Name .Release.Namespace) -}}
+{{- fail (printf (print
+  "serviceAccountName=default: every pod of namespace %s that names no account runs as it, and the "
+  "chart lets the brokers' account read this release's CURVE and munge keys; create an account for "
+  "this release alone (kubectl create serviceaccount %s-flux -n %s) and name it, or leave "
+  "serviceAccountName empty for the chart's own")
+  .Release.Namespace .Release.Name .Release.Namespace) -}}
 {{- end -}}
 {{- range (lookup "rbac.authorization.k8s.io/v1" "RoleBinding" .Release.Namespace "").items -}}
 {{- $binding := .metadata.name -}}
@@ -109,7 +160,12 @@ read each other's CURVE and munge keys and delete each other's Jobs). */}}
 {{- if and (eq (dig "metadata" "labels" "app.kubernetes.io/component" "" .) "broker") (hasPrefix "minicluster-" (dig "metadata" "labels" "helm.sh/chart" "" .)) $owner (ne $owner $.Release.Name) -}}
 {{- range .subjects -}}
 {{- if and (eq .kind "ServiceAccount") (eq .name $sa) (eq (.namespace | default $.Release.Namespace) $.Release.Namespace) -}}
-{{- fail (printf "serviceAccountName=%s is already the account of the MiniCluster %s in namespace %s (RoleBinding %s): sharing it would let each release read the other's CURVE and munge keys and delete the other's Job. Give this release an account of its own (kubectl create serviceaccount %s-flux -n %s), or leave serviceAccountName empty for the chart's own" $sa $owner $.Release.Namespace $binding $.Release.Name $.Release.Namespace) -}}
+{{- fail (printf (print
+  "serviceAccountName=%s is already the account of the MiniCluster %s in namespace %s (RoleBinding "
+  "%s): sharing it would let each release read the other's CURVE and munge keys and delete the other's "
+  "Job. Give this release an account of its own (kubectl create serviceaccount %s-flux -n %s), or "
+  "leave serviceAccountName empty for the chart's own")
+  $sa $owner $.Release.Namespace $binding $.Release.Name $.Release.Namespace) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
@@ -131,13 +187,24 @@ claim={{ include "minicluster.stateClaimName" . }},dumpTimeoutSeconds={{ int .Va
 {{- $subdomain := "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$" -}}
 {{- $claim := include "minicluster.stateClaimName" . -}}
 {{- if and (not $state.existingClaim) (not $state.storageClassName) -}}
-{{- fail (printf "flux.state.enabled=true but the state has no claim to live in (state without a claim): set flux.state.existingClaim to a PersistentVolumeClaim of namespace %s, or flux.state.storageClassName to a storage class (kubectl get storageclass) for the chart to make the claim %s" .Release.Namespace $claim) -}}
+{{- fail (printf (print
+  "flux.state.enabled=true but the state has no claim to live in (state without a claim): set "
+  "flux.state.existingClaim to a PersistentVolumeClaim of namespace %s, or flux.state.storageClassName "
+  "to a storage class (kubectl get storageclass) for the chart to make the claim %s")
+  .Release.Namespace $claim) -}}
 {{- end -}}
 {{- if and $state.existingClaim $state.storageClassName -}}
-{{- fail (printf "flux.state.existingClaim=%q and flux.state.storageClassName=%q: the chart makes a claim with the storage class only when it has none of yours; set one of them" $state.existingClaim $state.storageClassName) -}}
+{{- fail (printf (print
+  "flux.state.existingClaim=%q and flux.state.storageClassName=%q: the chart makes a claim with the "
+  "storage class only when it has none of yours; set one of them")
+  $state.existingClaim $state.storageClassName) -}}
 {{- end -}}
 {{- if and $state.existingClaim (or (gt (len $state.existingClaim) 253) (not (regexMatch $subdomain $state.existingClaim))) -}}
-{{- fail (printf "flux.state.existingClaim=%q is not a valid PersistentVolumeClaim name (a DNS subdomain: lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters): give the name of a claim in namespace %s (kubectl get pvc -n %s)" $state.existingClaim .Release.Namespace .Release.Namespace) -}}
+{{- fail (printf (print
+  "flux.state.existingClaim=%q is not a valid PersistentVolumeClaim name (a DNS subdomain: lower-case "
+  "letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters): "
+  "give the name of a claim in namespace %s (kubectl get pvc -n %s)")
+  $state.existingClaim .Release.Namespace .Release.Namespace) -}}
 {{- end -}}
 {{- if and $state.storageClassName (or (gt (len $state.storageClassName) 253) (not (regexMatch $subdomain $state.storageClassName))) -}}
 {{- fail (printf "flux.state.storageClassName=%q is not a valid storage class name (a DNS subdomain): give one that kubectl get storageclass lists" $state.storageClassName) -}}
@@ -152,7 +219,10 @@ claim={{ include "minicluster.stateClaimName" . }},dumpTimeoutSeconds={{ int .Va
 {{- $delete := printf "or, to start from an empty state, delete it first: kubectl delete pvc -n %s %s" $.Release.Namespace $claim -}}
 {{- $class := dig "spec" "storageClassName" "" . -}}
 {{- if ne $class $state.storageClassName -}}
-{{- fail (printf "flux.state.storageClassName=%s, but the claim %s kept from an earlier install (with its state) has storage class %s, which cannot change: set flux.state.storageClassName=%s to restore that state, %s" $state.storageClassName $claim $class $class $delete) -}}
+{{- fail (printf (print
+  "flux.state.storageClassName=%s, but the claim %s kept from an earlier install (with its state) has "
+  "storage class %s, which cannot change: set flux.state.storageClassName=%s to restore that state, %s")
+  $state.storageClassName $claim $class $class $delete) -}}
 {{- end -}}
 {{- $had := dig "spec" "resources" "requests" "storage" "" . | toString -}}
 {{- if ne $had $size -}}
@@ -166,23 +236,42 @@ claim={{ include "minicluster.stateClaimName" . }},dumpTimeoutSeconds={{ int .Va
 {{/* minicluster.validatePod checks the pod settings the Flux Operator has beside the chart's other values. */}}
 {{- define "minicluster.validatePod" -}}
 {{- $subdomain := "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$" -}}
-{{- range $key, $fix := dict "schedulerName" "the name a scheduler of the cluster answers to (its profile's schedulerName)" "priorityClassName" "the name of a PriorityClass (kubectl get priorityclasses)" "runtimeClassName" "the name of a RuntimeClass (kubectl get runtimeclasses)" -}}
+{{- range $key, $fix := dict
+  "schedulerName" "the name a scheduler of the cluster answers to (its profile's schedulerName)"
+  "priorityClassName" "the name of a PriorityClass (kubectl get priorityclasses)"
+  "runtimeClassName" "the name of a RuntimeClass (kubectl get runtimeclasses)" -}}
 {{- $v := index $.Values $key | default "" | toString -}}
 {{- if and $v (or (gt (len $v) 253) (not (regexMatch $subdomain $v))) -}}
-{{- fail (printf "%s=%q is not a DNS subdomain (lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters): give %s, or \"\" for the default" $key $v $fix) -}}
+{{- fail (printf (print
+  "%s=%q is not a DNS subdomain (lower-case letters, digits, '-' and '.', starting and ending with a "
+  "letter or digit, at most 253 characters): give %s, or \"\" for the default")
+  $key $v $fix) -}}
 {{- end -}}
 {{- end -}}
 {{- if and .Values.hostIPC .Values.sharedMemory -}}
-{{- fail (printf "hostIPC=true gives the pods the node's /dev/shm, and sharedMemory=%q would hide it behind a /dev/shm volume of the pod's own: set one of them (sharedMemory=\"\" to share the node's)" (toString .Values.sharedMemory)) -}}
+{{- fail (printf (print
+  "hostIPC=true gives the pods the node's /dev/shm, and sharedMemory=%q would hide it behind a "
+  "/dev/shm volume of the pod's own: set one of them (sharedMemory=\"\" to share the node's)")
+  (toString .Values.sharedMemory)) -}}
 {{- end -}}
 {{- /* The brokers connect to <job>-<i>.<service>.<namespace>.svc.<clusterDomain>: only the cluster's DNS knows these names. */ -}}
 {{- $fqdn := printf "%s-0.%s.%s.svc.%s" (include "minicluster.fullname" .) (include "minicluster.fullname" .) .Release.Namespace .Values.clusterDomain -}}
 {{- $policy := .Values.dnsPolicy | default "" -}}
 {{- if eq $policy "Default" -}}
-{{- fail (printf "dnsPolicy=Default gives the pods the node's resolver, which does not know the names the brokers find each other by (such as %s): leave dnsPolicy empty (ClusterFirst) and add nameservers, searches or options with dnsConfig, or use dnsPolicy=None with dnsConfig.nameservers set to the cluster DNS Service's address" $fqdn) -}}
+{{- fail (printf (print
+  "dnsPolicy=Default gives the pods the node's resolver, which does not know the names the brokers "
+  "find each other by (such as %s): leave dnsPolicy empty (ClusterFirst) and add nameservers, searches "
+  "or options with dnsConfig, or use dnsPolicy=None with dnsConfig.nameservers set to the cluster DNS "
+  "Service's address")
+  $fqdn) -}}
 {{- end -}}
 {{- if and (eq $policy "None") (not (dig "nameservers" list (.Values.dnsConfig | default dict))) -}}
-{{- fail (printf "dnsPolicy=None gives the pods only what dnsConfig lists, and dnsConfig.nameservers is empty: the brokers could not resolve each other (such as %s). Set dnsConfig.nameservers to the cluster DNS Service's address (kubectl get service -n kube-system kube-dns), or leave dnsPolicy empty (ClusterFirst) and add to it with dnsConfig" $fqdn) -}}
+{{- fail (printf (print
+  "dnsPolicy=None gives the pods only what dnsConfig lists, and dnsConfig.nameservers is empty: the "
+  "brokers could not resolve each other (such as %s). Set dnsConfig.nameservers to the cluster DNS "
+  "Service's address (kubectl get service -n kube-system kube-dns), or leave dnsPolicy empty "
+  "(ClusterFirst) and add to it with dnsConfig")
+  $fqdn) -}}
 {{- end -}}
 {{- include "minicluster.validateExtraContainers" . -}}
 {{- include "minicluster.validateGracePeriod" . -}}
@@ -211,7 +300,11 @@ claim={{ include "minicluster.stateClaimName" . }},dumpTimeoutSeconds={{ int .Va
 {{- fail (printf "%s.restartPolicy=%s: a sidecar always restarts (the chart sets restartPolicy Always); a container that runs once before the broker belongs in initContainers" $where $restart) -}}
 {{- end -}}
 {{- if and (or (eq $key "sidecars") (eq $restart "Always")) (semverCompare "<1.29-0" $.Capabilities.KubeVersion.Version) -}}
-{{- fail (printf "%s (%s) is a Kubernetes sidecar, an init container with restartPolicy Always, which needs Kubernetes >= 1.29; this cluster runs %s: remove it, or run its work in initContainers (once, before the broker)" $where $name $.Capabilities.KubeVersion.Version) -}}
+{{- fail (printf (print
+  "%s (%s) is a Kubernetes sidecar, an init container with restartPolicy Always, which needs "
+  "Kubernetes >= 1.29; this cluster runs %s: remove it, or run its work in initContainers (once, "
+  "before the broker)")
+  $where $name $.Capabilities.KubeVersion.Version) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
@@ -244,7 +337,14 @@ cleanupTimeout none there is no bound of Flux's own: the grace period is the lim
 {{- if ge $grace $fixed -}}
 {{- $alternative = printf ", or flux.cleanupTimeout to at most %ds" (sub $grace $fixed) -}}
 {{- end -}}
-{{- fail (printf "terminationGracePeriodSeconds=%d%s is too short for flux.cleanupTimeout=%s%s: the kubelet kills a broker pod that long after SIGTERM, and after the lead's job clean-up (up to flux.cleanupTimeout)%s the brokers need up to %d s more to unload Flux's modules and exit. Set terminationGracePeriodSeconds to at least %d%s" $grace (ternary "" " (Kubernetes' default: the value is not set)" $set) $cleanup $dump (ternary " and its content dump (up to flux.state.dumpTimeoutSeconds)" "" (ne $dump "")) $stop (add $seconds $stop) $alternative) -}}
+{{- fail (printf (print
+  "terminationGracePeriodSeconds=%d%s is too short for flux.cleanupTimeout=%s%s: the kubelet kills a "
+  "broker pod that long after SIGTERM, and after the lead's job clean-up (up to flux.cleanupTimeout)%s "
+  "the brokers need up to %d s more to unload Flux's modules and exit. Set "
+  "terminationGracePeriodSeconds to at least %d%s")
+  $grace (ternary "" " (Kubernetes' default: the value is not set)" $set) $cleanup $dump
+  (ternary " and its content dump (up to flux.state.dumpTimeoutSeconds)" "" (ne $dump "")) $stop
+  (add $seconds $stop) $alternative) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
@@ -254,10 +354,17 @@ cleanupTimeout none there is no bound of Flux's own: the grace period is the lim
 {{- $name := include "minicluster.fullname" . -}}
 {{- $live := include "minicluster.liveJob" . | fromJson -}}
 {{- if $live -}}
-{{- $recreate := printf "Kubernetes cannot change a running Job's pod template, so only size can change on a running MiniCluster (up to its maxSize). To apply this change, recreate it: helm uninstall %s -n %s, then helm install again with the new values" $name .Release.Namespace -}}
+{{- $recreate := printf (print
+  "Kubernetes cannot change a running Job's pod template, so only size can change on a running "
+  "MiniCluster (up to its maxSize). To apply this change, recreate it: helm uninstall %s -n %s, then "
+  "helm install again with the new values")
+  $name .Release.Namespace -}}
 {{- $liveQueue := dig "metadata" "labels" "kueue.x-k8s.io/queue-name" "" $live -}}
 {{- if ne $liveQueue .Values.queue.name -}}
-{{- fail (printf "queue.name=%q differs from the running MiniCluster's queue %q, which is fixed at install (Kueue does not move a started Job to another queue). %s" .Values.queue.name $liveQueue $recreate) -}}
+{{- fail (printf (print
+  "queue.name=%q differs from the running MiniCluster's queue %q, which is fixed at install (Kueue "
+  "does not move a started Job to another queue). %s")
+  .Values.queue.name $liveQueue $recreate) -}}
 {{- end -}}
 {{- $liveMax := dig "metadata" "annotations" "minicluster.dev/max-size" "" $live -}}
 {{- if and $liveMax (ne (int .Values.maxSize) 0) (ne (int .Values.maxSize) (int $liveMax)) -}}
@@ -271,7 +378,10 @@ cleanupTimeout none there is no bound of Flux's own: the grace period is the lim
 {{- $liveState := dig "metadata" "annotations" "minicluster.dev/state" "" $live -}}
 {{- $newState := include "minicluster.stateSummary" . -}}
 {{- if ne $liveState $newState -}}
-{{- fail (printf "flux.state (%s) differs from the running MiniCluster's (%s): where the lead keeps Flux's state is fixed at install. %s" (default "off" $newState) (default "off" $liveState) $recreate) -}}
+{{- fail (printf (print
+  "flux.state (%s) differs from the running MiniCluster's (%s): where the lead keeps Flux's state is "
+  "fixed at install. %s")
+  (default "off" $newState) (default "off" $liveState) $recreate) -}}
 {{- end -}}
 {{- $liveHash := dig "metadata" "annotations" "minicluster.dev/pod-template-hash" "" $live -}}
 {{- if and $liveHash (ne $liveHash (include "minicluster.podTemplate" . | sha256sum)) -}}
@@ -281,7 +391,11 @@ cleanupTimeout none there is no bound of Flux's own: the grace period is the lim
 {{- $kind := ternary "ConfigMap" "Secret" (eq .Values.curve.storage "ConfigMap") -}}
 {{- $cert := lookup "v1" $kind .Release.Namespace (include "minicluster.curveName" .) -}}
 {{- if not (dig "data" "curve.cert" "" $cert) -}}
-{{- fail (printf "the %s %s/%s with the CURVE certificate is missing or empty, but the MiniCluster %s is running with it: a new key would split the cluster, so none is made. Recreate the MiniCluster: helm uninstall %s -n %s, then helm install again" $kind .Release.Namespace (include "minicluster.curveName" .) $name $name .Release.Namespace) -}}
+{{- fail (printf (print
+  "the %s %s/%s with the CURVE certificate is missing or empty, but the MiniCluster %s is running with "
+  "it: a new key would split the cluster, so none is made. Recreate the MiniCluster: helm uninstall %s "
+  "-n %s, then helm install again")
+  $kind .Release.Namespace (include "minicluster.curveName" .) $name $name .Release.Namespace) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
@@ -297,7 +411,11 @@ cleanupTimeout none there is no bound of Flux's own: the grace period is the lim
 {{- fail "curve.cert is stored in a Secret, but curve.storage=ConfigMap (which only says where the keygen Job puts a certificate it makes): set curve.storage=Secret, or drop curve.cert" -}}
 {{- end -}}
 {{- if not (and (regexMatch "(?m)^curve[ \\t]*$" .) (regexMatch "(?m)^[ \\t]+public-key = \"[^\"]{40}\"[ \\t]*$" .) (regexMatch "(?m)^[ \\t]+secret-key = \"[^\"]{40}\"[ \\t]*$" .)) -}}
-{{- fail "curve.cert is not a CURVE certificate as `flux keygen` writes it: it needs a line `curve` followed by indented lines public-key = \"<40 characters>\" and secret-key = \"<40 characters>\" (the certificate is not shown here); give the whole file flux keygen wrote, e.g. --set-file curve.cert=curve.cert" -}}
+{{- fail (print
+  "curve.cert is not a CURVE certificate as `flux keygen` writes it: it needs a line `curve` followed "
+  "by indented lines public-key = \"<40 characters>\" and secret-key = \"<40 characters>\" (the "
+  "certificate is not shown here); give the whole file flux keygen wrote, e.g. --set-file "
+  "curve.cert=curve.cert") -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
@@ -326,7 +444,12 @@ cleanupTimeout none there is no bound of Flux's own: the grace period is the lim
 {{- $max := include "minicluster.maxSize" . | int -}}
 {{- if $as.enabled -}}
 {{- if .Values.command -}}
-{{- fail (printf "autoscale.enabled=true with command=%q: autoscaling sizes a persistent MiniCluster to the jobs submitted to it, and with a command the MiniCluster runs that one command on size brokers and ends. Unset command and submit the work (flux submit, flux batch, the REST API: a workflow's jobs too) to the persistent MiniCluster, or set autoscale.enabled=false" .Values.command) -}}
+{{- fail (printf (print
+  "autoscale.enabled=true with command=%q: autoscaling sizes a persistent MiniCluster to the jobs "
+  "submitted to it, and with a command the MiniCluster runs that one command on size brokers and ends. "
+  "Unset command and submit the work (flux submit, flux batch, the REST API: a workflow's jobs too) to "
+  "the persistent MiniCluster, or set autoscale.enabled=false")
+  .Values.command) -}}
 {{- end -}}
 {{- if or (lt (int $as.minSize) 1) (gt (int $as.minSize) $max) -}}
 {{- fail (printf "autoscale.minSize=%d: give 1 to maxSize (%d), the fewest brokers autoscaling keeps" (int $as.minSize) $max) -}}
@@ -335,16 +458,26 @@ cleanupTimeout none there is no bound of Flux's own: the grace period is the lim
 {{- fail (printf "autoscale.idleSeconds=%d: give 0 or more seconds" (int $as.idleSeconds)) -}}
 {{- end -}}
 {{- if and (eq .Values.flux.scheduler "fluxion") (eq .Values.flux.queuePolicy "fcfs") -}}
-{{- fail "autoscale.enabled=true with flux.queuePolicy=fcfs: Fluxion's fcfs refuses a job that needs more brokers than are up, so no job could ever ask the MiniCluster to grow. Set flux.queuePolicy=easy (or hybrid, conservative: they queue such a job until the brokers join), or flux.scheduler=simple" -}}
+{{- fail (print
+  "autoscale.enabled=true with flux.queuePolicy=fcfs: Fluxion's fcfs refuses a job that needs more "
+  "brokers than are up, so no job could ever ask the MiniCluster to grow. Set flux.queuePolicy=easy "
+  "(or hybrid, conservative: they queue such a job until the brokers join), or flux.scheduler=simple") -}}
 {{- end -}}
 {{- if .Values.queue.name -}}
-{{- fail (printf "autoscale.enabled=true with queue.name=%q: Kueue admits a queued MiniCluster's brokers as a whole, and sizes asked from inside the MiniCluster would wait for Kueue's admission with nothing telling the waiting jobs why. Size a queued MiniCluster with helm upgrade --set size=N, or unset queue.name" .Values.queue.name) -}}
+{{- fail (printf (print
+  "autoscale.enabled=true with queue.name=%q: Kueue admits a queued MiniCluster's brokers as a whole, "
+  "and sizes asked from inside the MiniCluster would wait for Kueue's admission with nothing telling "
+  "the waiting jobs why. Size a queued MiniCluster with helm upgrade --set size=N, or unset queue.name")
+  .Values.queue.name) -}}
 {{- end -}}
 {{- end -}}
 {{- $m := .Values.metrics -}}
 {{- if $m.enabled -}}
 {{- if .Values.command -}}
-{{- fail (printf "metrics.enabled=true with command=%q: metrics describe a persistent MiniCluster's queue, and with a command the MiniCluster ends with it. Unset command, or set metrics.enabled=false" .Values.command) -}}
+{{- fail (printf (print
+  "metrics.enabled=true with command=%q: metrics describe a persistent MiniCluster's queue, and with a "
+  "command the MiniCluster ends with it. Unset command, or set metrics.enabled=false")
+  .Values.command) -}}
 {{- end -}}
 {{- range $name, $port := dict "flux.port" .Values.flux.port "flux.readinessPort" .Values.flux.readinessPort -}}
 {{- if eq (int $m.port) (int $port) -}}
@@ -360,7 +493,11 @@ cleanupTimeout none there is no bound of Flux's own: the grace period is the lim
 {{- fail "metrics.serviceMonitor.enabled=true needs metrics.enabled=true: the ServiceMonitor points Prometheus at the metrics Service" -}}
 {{- end -}}
 {{- if not (.Capabilities.APIVersions.Has "monitoring.coreos.com/v1/ServiceMonitor") -}}
-{{- fail "metrics.serviceMonitor.enabled=true, but this cluster has no ServiceMonitor kind (monitoring.coreos.com/v1, the Prometheus Operator's CRD): install the Prometheus Operator first, or set metrics.serviceMonitor.enabled=false and point your Prometheus at the Service <release>-metrics" -}}
+{{- fail (print
+  "metrics.serviceMonitor.enabled=true, but this cluster has no ServiceMonitor kind "
+  "(monitoring.coreos.com/v1, the Prometheus Operator's CRD): install the Prometheus Operator first, "
+  "or set metrics.serviceMonitor.enabled=false and point your Prometheus at the Service "
+  "<release>-metrics") -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +14,7 @@ import (
 
 func execute(stdin string, args ...string) (string, error) {
 	var out bytes.Buffer
-	cmd := newRootCommand(strings.NewReader(stdin), &out)
+	cmd := newRootCmd(strings.NewReader(stdin), &out, io.Discard)
 	cmd.SetArgs(args)
 	err := cmd.Execute()
 	return out.String(), err
@@ -67,4 +68,14 @@ func TestTable(t *testing.T) {
 	out, err := execute("", "--table")
 	require.NoError(t, err)
 	assert.Contains(t, out, "| `spec.size` | `size` |")
+}
+
+// TestDeprecated: the old name of minicluster convert says so on stderr, and converts as before.
+func TestDeprecated(t *testing.T) {
+	var out, errb bytes.Buffer
+	cmd := newRootCmd(strings.NewReader(hello), &out, &errb)
+	cmd.SetArgs(nil)
+	require.NoError(t, cmd.Execute())
+	assert.Contains(t, errb.String(), "minicluster-convert is deprecated and goes in the next release: use minicluster convert")
+	assert.Contains(t, out.String(), "size: 2\n")
 }

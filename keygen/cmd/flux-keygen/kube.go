@@ -3,16 +3,13 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/minicluster/minicluster/internal/kubeclient"
 	"github.com/minicluster/minicluster/keygen/kube"
 )
 
@@ -80,41 +77,14 @@ func newKubeCmd(e env) *cobra.Command {
 	return cmd
 }
 
-// contextNamespace is the namespace of the kubeconfig's current context ("default" when it
-// names none), as kubectl and helm pick it.
-func contextNamespace(kubeconfig string) string {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if kubeconfig != "" {
-		rules = &clientcmd.ClientConfigLoadingRules{Precedence: filepath.SplitList(kubeconfig)}
-	}
-	ns, _, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).Namespace()
-	if err != nil || ns == "" {
-		return "default"
-	}
-	return ns
-}
-
-// newClient connects with a kubeconfig when given one, else as the pod's service account.
+// newClient connects as flux-keygen with a kubeconfig when given one, else as the pod's service
+// account; outside a pod without a kubeconfig it was called wrongly (exit 2).
 func newClient(kubeconfig string) (kubernetes.Interface, error) {
-	var cfg *rest.Config
-	var err error
-	if kubeconfig != "" {
-		rules := &clientcmd.ClientConfigLoadingRules{Precedence: filepath.SplitList(kubeconfig)}
-		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-		if err != nil {
-			return nil, fmt.Errorf("loading kubeconfig %s: %w", kubeconfig, err)
-		}
-	} else {
-		cfg, err = rest.InClusterConfig()
-		if errors.Is(err, rest.ErrNotInCluster) {
-			return nil, usageError{errors.New("not running in a pod: give --kubeconfig or set KUBECONFIG")}
-		}
-		if err != nil {
-			return nil, fmt.Errorf("in-cluster config: %w", err)
-		}
+	c, err := kubeclient.New(kubeconfig, "flux-keygen/"+version)
+	if errors.Is(err, kubeclient.ErrNotInCluster) {
+		return nil, usageError{err}
 	}
-	cfg.UserAgent = "flux-keygen/" + version
-	return kubernetes.NewForConfig(cfg)
+	return c, err
 }
 
 // apiFlags are the flags and defaults of the commands that talk to the API server.

@@ -309,6 +309,10 @@ func TestKubeWait(t *testing.T) {
 	if code != exitOK || !strings.Contains(stdout, "1 of 1 broker pods ready") {
 		t.Errorf("ready: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
+	// The old name of minicluster wait says so, on stderr alone.
+	if !strings.Contains(stderr, "flux-keygen kube wait is deprecated and goes in the next release: use minicluster wait") || strings.Contains(stdout, "deprecated") {
+		t.Errorf("ready: no deprecation notice on stderr: stdout %q, stderr %q", stdout, stderr)
+	}
 
 	pulling := ready.DeepCopy()
 	pulling.Status = corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "flux", Image: "reg/app:x",
@@ -318,7 +322,7 @@ func TestKubeWait(t *testing.T) {
 		t.Errorf("pull failure: exit %d, stderr %q", code, stderr)
 	}
 
-	if code, _, stderr = runCLI(t, testEnv(fake.NewClientset(), nil), "kube", "wait", "--namespace", "hpc"); code != exitUsage || !strings.Contains(stderr, "--release is required") {
+	if code, _, stderr = runCLI(t, testEnv(fake.NewClientset(), nil), "kube", "wait", "--namespace", "hpc"); code != exitUsage || !strings.Contains(stderr, "no release to wait for") {
 		t.Errorf("no --release: exit %d, stderr %q", code, stderr)
 	}
 }

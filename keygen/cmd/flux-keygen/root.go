@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/minicluster/minicluster/cmd/minicluster/app"
 	"github.com/minicluster/minicluster/keygen"
 	"github.com/minicluster/minicluster/keygen/sidecar"
 )
@@ -62,7 +63,8 @@ func run(args []string, stdout, stderr io.Writer, e env) int {
 	}
 	fmt.Fprintf(stderr, "flux-keygen: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
 	var u usageError
-	if errors.As(err, &u) {
+	var au app.UsageError // kube wait's, now minicluster wait's
+	if errors.As(err, &u) || errors.As(err, &au) {
 		return exitUsage
 	}
 	var invalid sidecar.InvalidKeyError
@@ -92,8 +94,7 @@ flux's reader would reject (e.g. '_', ',' or quotes in a value) is refused up fr
   flux-keygen verify PATH     checks a certificate with flux-core's reader rules
   flux-keygen kube ...        creates the certificate (and munge key) in Kubernetes; the
                               minicluster chart's keygen Job runs it
-  flux-keygen kube wait ...   waits until a release's MiniCluster is up, or says which image
-                              cannot be pulled and why (run it after helm install)
+  flux-keygen kube wait ...   deprecated: minicluster wait, the user's command, does this now
   flux-keygen sidecar ...     beside each broker: waits for the keys and the parent broker;
                               the chart's broker pods run it in their keys container
 
@@ -105,8 +106,8 @@ func newRootCmd(e env) *cobra.Command {
 	var name string
 	var meta []string
 	cmd := &cobra.Command{
-		Use:           "flux-keygen [--name NAME] [--meta KEY=VAL,...] PATH",
-		Short:         "Make a Flux CURVE certificate (drop-in for flux keygen)",
+		Use:           "flux-keygen [PATH]",
+		Short:         "Make the CURVE certificate of a Flux instance, as flux keygen does, and a MiniCluster's keys in Kubernetes",
 		Long:          rootLong,
 		Version:       version,
 		Args:          usageArgs(cobra.MaximumNArgs(1)),
@@ -134,8 +135,8 @@ func newRootCmd(e env) *cobra.Command {
 			return c.WriteFile(args[0])
 		},
 	}
-	cmd.Flags().StringVarP(&name, "name", "n", "", "certificate name, logged by the broker for its peers (default: the hostname)")
-	cmd.Flags().StringArrayVar(&meta, "meta", nil, "add comma-separated KEY=VAL metadata (repeatable; the first value of a key wins)")
+	cmd.Flags().StringVarP(&name, "name", "n", "", "certificate `NAME`, logged by the broker for its peers (default: the hostname)")
+	cmd.Flags().StringArrayVar(&meta, "meta", nil, "add comma-separated `KEY=VAL` metadata (repeatable; the first value of a key wins)")
 	cmd.CompletionOptions.DisableDefaultCmd = true // keep PATH names free; no shell here to complete
 	cmd.SetOut(e.stdout)
 	cmd.SetErr(e.stderr)

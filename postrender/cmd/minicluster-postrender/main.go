@@ -3,12 +3,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 )
 
 func main() {
-	if err := newRootCommand(os.Stdin, os.Stdout).Execute(); err != nil {
+	if err := newRootCmd(os.Stdin, os.Stdout).ExecuteContext(context.Background()); err != nil {
 		fmt.Fprintf(os.Stderr, "minicluster-postrender: %v\n", err)
 		os.Exit(1)
 	}

@@ -11,7 +11,7 @@ import (
 
 func execute(stdin string, args ...string) (string, error) {
 	var out bytes.Buffer
-	cmd := newRootCommand(strings.NewReader(stdin), &out)
+	cmd := newRootCmd(strings.NewReader(stdin), &out)
 	cmd.SetArgs(args)
 	err := cmd.Execute()
 	return out.String(), err

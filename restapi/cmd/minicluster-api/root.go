@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/minicluster/minicluster/internal/hostlist"
+	"github.com/minicluster/minicluster/internal/limits"
 	"github.com/minicluster/minicluster/restapi"
 )
 
@@ -35,8 +36,8 @@ type options struct {
 func newRootCmd() *cobra.Command {
 	var o options
 	cmd := &cobra.Command{
-		Use:   "minicluster-api [--listen ADDR] (--credentials DIR | --no-auth) [--tls-cert F --tls-key F]",
-		Short: "Serve the Flux RESTful API (/v1/) and a web UI for the Flux instance at FLUX_URI",
+		Use:   "minicluster-api (--credentials DIR | --no-auth)",
+		Short: "Serve the Flux RESTful API and a web UI for the Flux instance at FLUX_URI, in the lead broker's container",
 		Long: `minicluster-api serves the /v1/ endpoints of the Flux RESTful API (the same fields, answers
 and token flow as github.com/flux-framework/flux-restful-api, so that its Python client works
 unchanged) and a small web UI at /, for the Flux instance at FLUX_URI. It runs flux commands for
@@ -52,15 +53,15 @@ there). A request without valid credentials gets 401.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.listen, "listen", ":5000", "address to serve on")
-	f.StringVar(&o.credentials, "credentials", "", "directory with the files user, token and secret-key")
+	f.StringVar(&o.listen, "listen", ":5000", "serve on `ADDR`, host:port")
+	f.StringVar(&o.credentials, "credentials", "", "read the credentials from `DIR`: the files user, token and secret-key")
 	f.BoolVar(&o.noAuth, "no-auth", false, "serve without authentication (anyone who reaches the port can run jobs)")
-	f.StringVar(&o.tlsCert, "tls-cert", "", "TLS certificate (PEM); with --tls-key, serve HTTPS")
-	f.StringVar(&o.tlsKey, "tls-key", "", "TLS private key (PEM)")
-	f.StringVar(&o.flux, "flux", "flux", "the flux command")
-	f.StringVar(&o.workdir, "workdir", "", "a job's working directory when the request gives none (default: this program's)")
-	f.StringVar(&o.stopMarker, "stop-marker", "", "file written when /v1/service/stop stops Flux")
-	f.StringVar(&o.hosts, "hosts", "", "the hostlist of every broker the instance's resources hold (RFC 29, e.g. flux-sample-[0-15]): a job asking for more nodes is refused")
+	f.StringVar(&o.tlsCert, "tls-cert", "", "TLS certificate `FILE` (PEM); with --tls-key, serve HTTPS")
+	f.StringVar(&o.tlsKey, "tls-key", "", "TLS private key `FILE` (PEM)")
+	f.StringVar(&o.flux, "flux", "flux", "the flux `COMMAND`")
+	f.StringVar(&o.workdir, "workdir", "", "a job's working `DIR` when the request gives none (default: this program's)")
+	f.StringVar(&o.stopMarker, "stop-marker", "", "write `FILE` when /v1/service/stop stops Flux")
+	f.StringVar(&o.hosts, "hosts", "", "the `HOSTLIST` of every broker the instance's resources hold (RFC 29, e.g. flux-sample-[0-15]): a job asking for more nodes is refused")
 	f.DurationVar(&o.tokenLifetime, "token-lifetime", 8*time.Hour, "how long an access token from /v1/token is valid (at most 24h)")
 	return cmd
 }
@@ -75,7 +76,7 @@ func serve(ctx context.Context, o options) error {
 	logger := log.New(os.Stderr, "minicluster-api: ", 0)
 	s := &restapi.Server{Flux: &restapi.Flux{Command: o.flux}, Workdir: o.workdir, StopMarker: o.stopMarker, Log: logger}
 	if o.hosts != "" {
-		hosts, err := hostlist.Expand(o.hosts, restapi.MaxNodes)
+		hosts, err := hostlist.Expand(o.hosts, limits.MaxBrokers)
 		if err != nil {
 			return fmt.Errorf("--hosts %q: %w", o.hosts, err)
 		}

@@ -1,4 +1,4 @@
-// Package wait is what a user runs after helm install or upgrade (`flux-keygen kube wait`):
+// Package wait is what a user runs after helm install or upgrade (`minicluster wait`):
 // Release watches the release's pods until its MiniCluster is up, and says at once, with the
 // fix, when a container cannot pull its image (PullError) or the Job fails, which Helm cannot
 // report for a Job, or that a PersistentVolumeClaim the brokers mount stays Pending and why
