@@ -165,6 +165,11 @@ bench-e2e: build tools images ## timings on the cluster in KUBECONFIG with real 
 	CLUSTER_REGISTRY=$(E2E_REGISTRY) KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout 90m -run '^$$' -bench 'Floor|MiniCluster|HPC|MPI|Kwok|Operator|Uninstall|API|Autoscale' -benchtime $${BENCHTIME:-3x} ./test/e2e/...
 	@# Sizes 6 to 64 and the overlay shapes at 64, once each (BENCH_SIZES, BENCH_TOPOLOGIES).
 	CLUSTER_REGISTRY=$(E2E_REGISTRY) KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout 90m -run '^$$' -bench 'Scale|Topology|Throughput|Metrics' -benchtime $${BENCH_SCALE_TIME:-1x} ./test/e2e/...
+	@# Kueue's admission: on the local cluster Kueue is started for it and removed after (also on failure).
+	local=$(if $(and $(LOCAL_CLUSTER),$(filter $(CLUSTER_DIR)/kubeconfig,$(E2E_KUBECONFIG))),yes); \
+	if [ -n "$$local" ]; then bash ci/kueue/up.sh || exit 1; fi; \
+	CLUSTER_REGISTRY=$(E2E_REGISTRY) KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout 30m -run '^$$' -bench 'Kueue' -benchtime $${BENCHTIME:-3x} ./test/e2e/...; \
+	rc=$$?; if [ -n "$$local" ]; then bash ci/kueue/down.sh; fi; exit $$rc
 	$(MAKE) --no-print-directory report
 
 report: ## docs/performance.md from the benchmark results in BENCH_RESULTS (make bench-e2e does this at its end)

@@ -48,11 +48,14 @@ func run(dir, out, makefile string, check bool) error {
 	if err != nil {
 		return err
 	}
-	report, err := render(reportTemplate, results, inBenchE2E)
+	report, missing, err := render(reportTemplate, results, inBenchE2E)
 	if err != nil {
 		return err
 	}
 	if !check {
+		if len(missing) > 0 {
+			fmt.Fprintf(os.Stderr, "report: %s: no figures yet for %s\n", out, strings.Join(missing, "; "))
+		}
 		return os.WriteFile(out, report, 0o644)
 	}
 	old, err := os.ReadFile(out)
@@ -62,20 +65,27 @@ func run(dir, out, makefile string, check bool) error {
 	if !bytes.Equal(old, report) {
 		return fmt.Errorf("stale: %s is not what the results in %s give: run make report (the figures come from make bench-e2e, the prose from ci/report/report.md.tmpl)", out, dir)
 	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%s has comparisons without figures: run %s; then make report", out, strings.Join(missing, "; "))
+	}
 	return nil
 }
 
 // render is the report: the template text with each comparison's tables; inBenchE2E are the
-// -bench patterns of make bench-e2e.
-func render(text string, results []benchresult.Result, inBenchE2E []*regexp.Regexp) ([]byte, error) {
+// -bench patterns of make bench-e2e. missing names each comparison the results leave without
+// figures, with the command that measures it.
+func render(text string, results []benchresult.Result, inBenchE2E []*regexp.Regexp) (report []byte, missing []string, err error) {
 	if figures := proseFigures(text); len(figures) > 0 {
-		return nil, fmt.Errorf("ci/report/report.md.tmpl: a figure in the prose has no result behind it: point to the table that shows it, or write a setting as {{ setting \"TEXT\" \"WHY\" }}; line %s",
+		return nil, nil, fmt.Errorf("ci/report/report.md.tmpl: a figure in the prose has no result behind it: point to the table that shows it, or write a setting as {{ setting \"TEXT\" \"WHY\" }}; line %s",
 			strings.Join(figures, "; line "))
 	}
 	tmpl, err := template.New("report").Funcs(template.FuncMap{
 		"table": func(key string) (string, error) {
 			for _, s := range specs {
 				if s.key == key {
+					if len(of(s.bench, results)) == 0 {
+						missing = append(missing, fmt.Sprintf("%s (`%s`)", s.bench, s.run))
+					}
 					return tables(s, results, inBenchE2E), nil
 				}
 			}
@@ -84,13 +94,13 @@ func render(text string, results []benchresult.Result, inBenchE2E []*regexp.Rege
 		"setting": setting,
 	}).Parse(text)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var b bytes.Buffer
 	if err := tmpl.Execute(&b, nil); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return b.Bytes(), nil
+	return b.Bytes(), missing, nil
 }
 
 // of returns the results of a benchmark and its sub-benchmarks, in the order of their sizes.

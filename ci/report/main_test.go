@@ -126,9 +126,30 @@ func TestTablesFromResults(t *testing.T) {
 }
 
 func TestCheck(t *testing.T) {
-	dir := sample(t, result("BenchmarkHPC", 2, map[string]float64{"s/lammps-loop": 17}))
+	// A result for every comparison but HPC's and Kueue's: the report is written, but the check
+	// names the two comparisons without figures and how to measure them.
+	var rs []benchresult.Result
+	for _, s := range specs {
+		if s.key != "hpc" && s.key != "kueue" {
+			rs = append(rs, result(s.bench, 1, map[string]float64{"s/x": 1}))
+		}
+	}
+	dir := sample(t, rs...)
 	out := filepath.Join(t.TempDir(), "performance.md")
 	mk := makefile(t, "HPC")
+	if err := run(dir, out, mk, false); err != nil {
+		t.Fatal(err)
+	}
+	err := run(dir, out, mk, true)
+	if err == nil || !strings.Contains(err.Error(), "comparisons without figures: run BenchmarkHPC (`go test -tags e2e -run '^$' -bench HPC -benchtime 3x ./test/e2e/`); BenchmarkKueue (`make kueue-up") {
+		t.Fatalf("check of a report with holes: %v, want one naming HPC and Kueue", err)
+	}
+	if err := benchresult.Write(dir, result("BenchmarkHPC", 2, map[string]float64{"s/lammps-loop": 17})); err != nil {
+		t.Fatal(err)
+	}
+	if err := benchresult.Write(dir, result("BenchmarkKueue", 3, map[string]float64{"s/floor-admit": 0.06})); err != nil {
+		t.Fatal(err)
+	}
 	if err := run(dir, out, mk, false); err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +168,7 @@ func TestCheck(t *testing.T) {
 	if err := run(dir, out, mk, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := benchresult.Write(dir, result("BenchmarkKueue", 3, map[string]float64{"s/floor-admit": 0.06})); err != nil {
+	if err := benchresult.Write(dir, result("BenchmarkKueue", 4, map[string]float64{"s/floor-admit": 0.07})); err != nil {
 		t.Fatal(err)
 	}
 	if err := run(dir, out, mk, true); err == nil {
@@ -176,16 +197,16 @@ func TestProseFigures(t *testing.T) {
 		{"It creates 20 pods a second.\n", `"20 pods a second"`},
 		{"{{ table \"hpc\" }}\nKueue admits in well under a second.\n", `line 2: "under a second"`},
 	} {
-		_, err := render(c.prose, nil, nil)
+		_, _, err := render(c.prose, nil, nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("prose %q: err = %v, want one naming %s", c.prose, err, c.want)
 		}
 	}
-	got, err := render("The kubelet relists every {{ setting \"1 s\" \"its relist period\" }}; 6 brokers, Kubernetes 1.35.\n", nil, nil)
+	got, _, err := render("The kubelet relists every {{ setting \"1 s\" \"its relist period\" }}; 6 brokers, Kubernetes 1.35.\n", nil, nil)
 	if err != nil || string(got) != "The kubelet relists every 1 s; 6 brokers, Kubernetes 1.35.\n" {
 		t.Errorf("a setting: %q, %v", got, err)
 	}
-	if _, err := render(`every {{ setting "1 s" "" }}`, nil, nil); err == nil || !strings.Contains(err.Error(), `setting "1 s": say what sets it`) {
+	if _, _, err := render(`every {{ setting "1 s" "" }}`, nil, nil); err == nil || !strings.Contains(err.Error(), `setting "1 s": say what sets it`) {
 		t.Errorf("a setting without its reason: %v", err)
 	}
 }
