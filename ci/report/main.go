@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -24,6 +25,14 @@ import (
 
 //go:embed report.md.tmpl
 var reportTemplate string
+
+// tracedTemplate is the report's second page, where the time goes (tracedPage beside the report):
+// prose held to the same rule, no figure without a result.
+//
+//go:embed traced.md.tmpl
+var tracedTemplate string
+
+const tracedPage = "performance-traced.md"
 
 func main() {
 	results := flag.String("results", "docs/results", "the directory of benchmark results (BENCH_RESULTS)")
@@ -52,18 +61,33 @@ func run(dir, out, makefile string, check bool) error {
 	if err != nil {
 		return err
 	}
+	traced, _, err := render(tracedTemplate, results, inBenchE2E)
+	if err != nil {
+		return err
+	}
+	pages := []struct {
+		path string
+		text []byte
+	}{{out, report}, {filepath.Join(filepath.Dir(out), tracedPage), traced}}
 	if !check {
 		if len(missing) > 0 {
 			fmt.Fprintf(os.Stderr, "report: %s: no figures yet for %s\n", out, strings.Join(missing, "; "))
 		}
-		return os.WriteFile(out, report, 0o644)
+		for _, p := range pages {
+			if err := os.WriteFile(p.path, p.text, 0o644); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
-	old, err := os.ReadFile(out)
-	if err != nil {
-		return err
-	}
-	if !bytes.Equal(old, report) {
-		return fmt.Errorf("stale: %s is not what the results in %s give: run make report (the figures come from make bench-e2e, the prose from ci/report/report.md.tmpl)", out, dir)
+	for _, p := range pages {
+		old, err := os.ReadFile(p.path)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(old, p.text) {
+			return fmt.Errorf("stale: %s is not what the results in %s give: run make report (the figures come from make bench-e2e, the prose from ci/report/*.md.tmpl)", p.path, dir)
+		}
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("%s has comparisons without figures: run %s; then make report", out, strings.Join(missing, "; "))

@@ -120,8 +120,8 @@ func TestTablesFromResults(t *testing.T) {
 			t.Errorf("section %s, without results, does not say so", s)
 		}
 	}
-	if !strings.Contains(report, "## Where the time goes") {
-		t.Error("the prose is missing")
+	if !strings.Contains(report, "(performance-traced.md)") {
+		t.Error("the report does not point to where the time goes")
 	}
 }
 
@@ -215,6 +215,9 @@ func TestProseFigures(t *testing.T) {
 func TestTemplateHasNoFigures(t *testing.T) {
 	if found := proseFigures(reportTemplate); len(found) > 0 {
 		t.Errorf("report.md.tmpl: figures without a result: %v", found)
+	}
+	if found := proseFigures(tracedTemplate); len(found) > 0 {
+		t.Errorf("traced.md.tmpl: figures without a result: %v", found)
 	}
 }
 
