@@ -23,7 +23,11 @@ var multiPlatform = map[string]string{
 
 // morePrograms are the other static programs of a multi-platform image, rebuilt likewise.
 var morePrograms = map[string][]Program{
-	"flux-keygen": {{Path: "usr/local/bin/minicluster-api", Pkg: "github.com/minicluster/minicluster/restapi/cmd/minicluster-api"}},
+	"flux-keygen": {
+		{Path: "usr/local/bin/minicluster-api", Pkg: "github.com/minicluster/minicluster/restapi/cmd/minicluster-api"},
+		{Path: "usr/local/bin/minicluster-autoscale", Pkg: "github.com/minicluster/minicluster/autoscale/cmd/minicluster-autoscale"},
+		{Path: "usr/local/bin/minicluster-broker", Pkg: "github.com/minicluster/minicluster/supervisor/cmd/minicluster-broker"},
+	},
 }
 
 // DefaultPlatforms are the platforms of the multi-platform images.
