@@ -47,7 +47,7 @@ func (s *Supervisor) supervise(args []string) error {
 		select {
 		case <-s.signals:
 			s.onTerm()
-		case <-s.after(time.Second):
+		case <-time.After(time.Second):
 		}
 		if s.stopping {
 			return exitError{code: 143}
@@ -154,9 +154,9 @@ func (s *Supervisor) stopBroker() {
 // loaded.
 func (s *Supervisor) killAfterRc3(b *Child) {
 	for !exists(s.P.rc3Done()) && b.Alive() {
-		<-s.after(50 * time.Millisecond)
+		<-time.After(50 * time.Millisecond)
 	}
-	<-s.after(2 * time.Second)
+	<-time.After(2 * time.Second)
 	if b.Alive() {
 		s.log("the broker's rc3 ended 2 s ago, but the broker has not exited (a worker: no answer to its goodbye from its parent): killing it")
 		b.Signal(syscall.SIGKILL)
@@ -168,16 +168,16 @@ func (s *Supervisor) killAfterRc3(b *Child) {
 // hangs ends the pod within terminationGracePeriodSeconds, keeping the previous archive.
 func (s *Supervisor) boundDump(b *Child) {
 	for !exists(s.P.rc3Started()) && b.Alive() {
-		<-s.after(50 * time.Millisecond)
+		<-time.After(50 * time.Millisecond)
 	}
-	deadline := s.now().Add(time.Duration(s.S.StateDumpTimeout) * time.Second)
+	deadline := time.Now().Add(time.Duration(s.S.StateDumpTimeout) * time.Second)
 	for !exists(s.P.rc3Done()) && b.Alive() {
-		if !s.now().Before(deadline) {
+		if !time.Now().Before(deadline) {
 			s.log("flux.state: the broker's rc3 (the content dump) has taken more than flux.state.dumpTimeoutSeconds=%d: killing it; the previous archive is kept", s.S.StateDumpTimeout)
 			b.Signal(syscall.SIGKILL)
 			return
 		}
-		<-s.after(50 * time.Millisecond)
+		<-time.After(50 * time.Millisecond)
 	}
 }
 

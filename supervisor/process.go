@@ -19,30 +19,26 @@ type Procs struct {
 	mu      sync.Mutex
 	waiting map[int]chan int // pid -> its status (a shell's: 128+N for signal N)
 	sigchld chan os.Signal
-	stop    chan struct{}
 }
 
-// NewProcs starts the reaper; Close stops it.
-func NewProcs() *Procs {
-	p := &Procs{waiting: map[int]chan int{}, sigchld: make(chan os.Signal, 1), stop: make(chan struct{})}
-	signal.Notify(p.sigchld, syscall.SIGCHLD)
-	go func() {
-		for {
-			select {
-			case <-p.sigchld:
-				p.reap()
-			case <-p.stop:
-				return
+var (
+	procs     *Procs
+	procsOnce sync.Once
+)
+
+// Processes returns the process's one reaper, started at its first use: it reaps every child
+// of the process, so nothing else in the process may wait for a child of its own.
+func Processes() *Procs {
+	procsOnce.Do(func() {
+		procs = &Procs{waiting: map[int]chan int{}, sigchld: make(chan os.Signal, 1)}
+		signal.Notify(procs.sigchld, syscall.SIGCHLD)
+		go func() {
+			for range procs.sigchld {
+				procs.reap()
 			}
-		}
-	}()
-	return p
-}
-
-// Close stops the reaper.
-func (p *Procs) Close() {
-	signal.Stop(p.sigchld)
-	close(p.stop)
+		}()
+	})
+	return procs
 }
 
 // reap collects every child that has ended. It holds the lock, so that a child started under

@@ -54,14 +54,13 @@ func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code)
 func New(environ []string, signals <-chan os.Signal) *Supervisor {
 	return &Supervisor{
 		P: DefaultPaths, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Signals: signals,
-		Now: time.Now, After: time.After, env: NewEnviron(environ),
+		Now: time.Now, env: NewEnviron(environ),
 	}
 }
 
 // Run runs the broker container to its end and returns its exit code.
 func (s *Supervisor) Run() int {
-	s.procs = NewProcs()
-	defer s.procs.Close()
+	s.procs = Processes()
 	s.signals = s.Signals
 	s.svc.running = map[*Child]bool{}
 	err := s.run()
@@ -200,16 +199,13 @@ func (s *Supervisor) fail(code int, format string, args ...any) error {
 // now is the clock.
 func (s *Supervisor) now() time.Time { return s.Now() }
 
-// after is time.After, on the supervisor's clock.
-func (s *Supervisor) after(d time.Duration) <-chan time.Time { return s.After(d) }
-
 // sleep waits d; a SIGTERM on the way ends the container (nothing has started yet).
 func (s *Supervisor) sleep(d time.Duration) error {
 	select {
 	case <-s.signals:
 		s.log("SIGTERM: stopping")
 		return exitError{code: 143}
-	case <-s.after(d):
+	case <-time.After(d):
 		return nil
 	}
 }

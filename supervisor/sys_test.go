@@ -1,0 +1,5 @@
+package supervisor
+
+import "syscall"
+
+const nonblock = syscall.O_NONBLOCK
