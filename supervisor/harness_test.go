@@ -36,8 +36,8 @@ func TestMain(m *testing.M) {
 // `flux config builtin` answers as flux-core installed at $fake/core would;
 // `flux env CMD` runs CMD with FLUX_EXEC_PATH naming $fake/exec; `flux R encode` prints a
 // stand-in R and exits with $fake/r-status (default 0).
-// Run K of `flux broker` writes its environment to $fake/env.K and its directory to
-// $fake/cwd.K and follows line K of $fake/broker, "STATUS [SECONDS [SLEEP [MARK]]]": it moves
+// Run K of `flux broker` writes its environment to $fake/env.K, its directory to $fake/cwd.K
+// and its limit of open files to $fake/nofile.K, and follows line K of $fake/broker, "STATUS [SECONDS [SLEEP [MARK]]]": it moves
 // the clock ($fake/clock, the supervisor's Now) SECONDS ahead; leaves in its rundir what a
 // worker's rc1 does (MARK joined: "joined"; stopping: "joined" and "stopping"; ended: "joined"
 // and command-ended beside the rundir, as the lead's wrapper leaves on every worker); sleeps
@@ -85,6 +85,7 @@ broker)
   line=$(sed -n "${k}p" "$fake/broker")
   env > "$fake/env.$k"
   pwd > "$fake/cwd.$k"
+  ulimit -S -n > "$fake/nofile.$k"
   for arg in "$@"; do case $arg in -Srundir=*) rundir=${arg#-Srundir=} ;; esac; done
   if [ -z "$line" ]; then echo "fake flux: no behaviour for broker run $k" >&2; exit 97; fi
   set -- $line
