@@ -65,8 +65,9 @@ var limitsCarried = []int{unix.RLIMIT_AS, unix.RLIMIT_CORE, unix.RLIMIT_CPU, uni
 	unix.RLIMIT_LOCKS, unix.RLIMIT_MEMLOCK, unix.RLIMIT_MSGQUEUE, unix.RLIMIT_NICE, unix.RLIMIT_NOFILE,
 	unix.RLIMIT_NPROC, unix.RLIMIT_RTPRIO, unix.RLIMIT_SIGPENDING, unix.RLIMIT_STACK}
 
-// ShellState writes this process's state (what it inherited from the user's shell) and the
-// user command's status to w, as JSON: the `shell-state` command.
+// ShellState writes the state of the user's shell, its parent (its exports, directory, umask,
+// limits: what any process it starts inherits), and the user command's status to w, as JSON:
+// the `shell-state` command.
 func ShellState(status int, w io.Writer) error {
 	r := ShellStateReport{Status: status, Env: map[string]string{}, Limits: map[int][2]uint64{}}
 	for k, v := range NewEnviron(os.Environ()).vars {
@@ -75,9 +76,10 @@ func ShellState(status int, w io.Writer) error {
 	r.Dir, _ = os.Getwd()
 	r.Umask = syscall.Umask(0)
 	syscall.Umask(r.Umask)
+	// The shell's own limits: a Go program raises its limit of open files as it starts.
 	for _, l := range limitsCarried {
 		var lim unix.Rlimit
-		if unix.Getrlimit(l, &lim) == nil {
+		if unix.Prlimit(os.Getppid(), l, nil, &lim) == nil {
 			r.Limits[l] = [2]uint64{lim.Cur, lim.Max}
 		}
 	}
