@@ -118,3 +118,28 @@ func TestSupervisorReadsTheChartsSettings(t *testing.T) {
 		assert.Equal(t, vars["MINICLUSTER_COMMAND"], s.Command)
 	}
 }
+
+// R: cores and GPUs per broker from the pod's limits (or values) instead of hwloc's view of the
+// node (0: hwloc's); GPUs alone keep the cores the pod sees (the supervisor's TestREncodeArgs).
+func TestCoresAndGPUsPerBroker(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		set         []string
+		cores, gpus string
+	}{
+		{"hwloc", nil, "0", "0"},
+		{"cpu limit", []string{"resources.limits.cpu=3"}, "3", "0"},
+		{"millicores", []string{"resources.limits.cpu=1500m"}, "1", "0"},
+		{"less than a core", []string{"resources.limits.cpu=250m"}, "1", "0"},
+		{"values win", []string{"resources.limits.cpu=3", "flux.coresPerBroker=8"}, "8", "0"},
+		{"nvidia GPUs", []string{"resources.limits.cpu=4", "resources.limits.nvidia\\.com/gpu=2"}, "4", "2"},
+		{"amd GPU", []string{"resources.limits.cpu=2", "resources.limits.amd\\.com/gpu=1"}, "2", "1"},
+		{"declared GPUs", []string{"flux.gpusPerBroker=2", "flux.coresPerBroker=2"}, "2", "2"},
+		{"GPUs without a CPU limit", []string{"flux.gpusPerBroker=1"}, "0", "1"},
+	} {
+		job := get[*batchv1.Job](t, render(t, helmtest.Options{Set: append([]string{"maxSize=4", "command=hostname"}, tc.set...)}), "Job", "flux-sample")
+		e := env(container(t, job, "flux"))
+		assert.Equal(t, tc.cores, e["MINICLUSTER_CORES"], tc.name)
+		assert.Equal(t, tc.gpus, e["MINICLUSTER_GPUS"], tc.name)
+	}
+}
