@@ -26,7 +26,7 @@ func fixtureLayer(t *testing.T, files map[string]string) v1.Layer {
 	t.Helper()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	for _, p := range []string{"etc/passwd", "usr/local/bin/flux-keygen", "usr/local/bin/minicluster-api", "pause"} {
+	for _, p := range []string{"etc/passwd", "usr/local/bin/flux-keygen", "usr/local/bin/minicluster-api", "usr/local/bin/minicluster-autoscale", "usr/local/bin/minicluster-broker", "pause"} {
 		data, ok := files[p]
 		if !ok {
 			continue
