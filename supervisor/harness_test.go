@@ -264,17 +264,17 @@ func (p *pod) start(t *testing.T) (term func(), wait func() (int, string)) {
 	code := make(chan int, 1)
 	go func() { code <- s.Run() }()
 	return func() { signals <- syscall.SIGTERM }, func() (int, string) {
-			t.Helper()
-			select {
-			case c := <-code:
-				b, _ := os.ReadFile(out.Name())
-				return c, string(b)
-			case <-time.After(60 * time.Second):
-				b, _ := os.ReadFile(out.Name())
-				t.Fatalf("the supervisor did not finish within a minute:\n%s", b)
-				return 0, ""
-			}
+		t.Helper()
+		select {
+		case c := <-code:
+			b, _ := os.ReadFile(out.Name())
+			return c, string(b)
+		case <-time.After(60 * time.Second):
+			b, _ := os.ReadFile(out.Name())
+			t.Fatalf("the supervisor did not finish within a minute:\n%s", b)
+			return 0, ""
 		}
+	}
 }
 
 // run runs the supervisor to its end.

@@ -58,9 +58,9 @@ func TestUserBrokerOptionsStayWhole(t *testing.T) {
 
 func TestREncodeArgs(t *testing.T) {
 	for _, tc := range []struct {
-		name              string
+		name               string
 		cores, gpus, nproc int
-		want              []string
+		want               []string
 	}{
 		{"hwloc", 0, 0, 8, []string{"--local"}},
 		{"cores", 3, 0, 8, []string{"--cores=0-2"}},
