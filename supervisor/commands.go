@@ -21,7 +21,9 @@ import (
 // They are the user's shell by definition, so a shell runs them: this program keeps that shell
 // (userShell) from init to the last of them, and after each one asks a child of it (this
 // program again: ShellState) what a process it starts would inherit. post runs in a shell of its
-// own. logging.quiet discards the output unless shown (post's is); a failure is logged and
+// own. Signals: none goes to the user's shell; a SIGTERM while it runs waits until the commands
+// have ended (as it did when they ran in the container's process 1, which ignores it until it
+// traps it). logging.quiet discards the output unless shown (post's is); a failure is logged and
 // ignored, or with logging.strict ends the pod with its status (the operator's `set -e`).
 
 // userShellScript is the shell that runs the commands. Requests come on fd 3, one a line:

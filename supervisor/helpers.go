@@ -17,7 +17,8 @@ import (
 // first, so that no way out of it leaves a helper running. Then it waits for each one's
 // .ready; .invalid (a broken key: the broker cannot start) or .failed ends the container.
 // .ended, written on the way out in the keys volume (the one this container may write and
-// every helper sees), tells a helper that opened its FIFO too late.
+// every helper sees), tells a helper that opened its FIFO too late. Signals: a SIGTERM while it
+// waits ends the container (143): nothing has started yet.
 
 // waitForHelpers holds every helper's FIFO (kept in s.held until this program exits) and
 // waits until each helper is ready.

@@ -16,7 +16,8 @@ import (
 // every 0.2 s once rc1 has ended; before that every second, or every 5 s where Flux's
 // modprobe runs rc1 (only in case it refused the task that leaves the mark), so that a broker
 // that is starting, or waiting to join its parent, costs its node little: each flux command
-// takes some 30 ms of CPU. It returns when done, or when stop is closed; it never writes
+// takes some 30 ms of CPU. Signals: it sends none and owns none (broker.go stops it, through
+// stop, before the broker's next run). It returns when done, or when stop is closed; it never writes
 // .online after stop is closed and it has returned.
 func (s *Supervisor) watchOnline(broker *Child, stop <-chan struct{}) {
 	// Held for reading and writing from the start: the line may come before it is read.

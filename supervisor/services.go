@@ -12,7 +12,9 @@ import (
 // The lead's services beside its broker: the API server (api.enabled) and the autoscaler with
 // the metrics (autoscale.enabled, metrics.enabled). The keys container copied both programs into
 // the keys volume. They live as long as this container and outlast the broker's restarts; one
-// that ends is started again a second later. They get SIGTERM when this program ends.
+// that ends is started again a second later. Signals: the kubelet's SIGTERM reaches this
+// program alone; the services get theirs from stopServices when it ends, so that none
+// outlives the container where the pod shares its process namespace.
 
 // service is one program kept running.
 type service struct {
