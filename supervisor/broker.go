@@ -84,11 +84,8 @@ func (s *Supervisor) runBroker(args []string) int {
 		s.log("starting the broker: %v", err)
 		return 127
 	}
-	stop, watched := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(watched)
-		s.watchOnline(broker, stop)
-	}()
+	stop := make(chan struct{})
+	go s.watchOnline(broker, stop)
 	s.broker = broker
 	// A SIGTERM while no broker ran is kept for this one.
 	if s.stopping {
@@ -104,10 +101,13 @@ func (s *Supervisor) runBroker(args []string) int {
 		}
 	}
 	s.broker = nil
-	// The watcher may have seen the broker alive just before it went: it ends before .online
-	// is removed, so that it cannot write it after.
+	// The watcher may have seen the broker alive just before it went: stop is closed under
+	// onlineMu before .online is removed, so that it cannot write it after. The watcher is not
+	// waited for: a flux uptime it runs may take a while on a busy node, and the container's
+	// end (a SIGTERM's 143) must not wait for it.
+	s.onlineMu.Lock()
 	close(stop)
-	<-watched
+	s.onlineMu.Unlock()
 	_ = os.Remove(s.P.online())
 	return status
 }

@@ -17,8 +17,8 @@ import (
 // modprobe runs rc1 (only in case it refused the task that leaves the mark), so that a broker
 // that is starting, or waiting to join its parent, costs its node little: each flux command
 // takes some 30 ms of CPU. Signals: it sends none and owns none (broker.go stops it, through
-// stop, before the broker's next run). It returns when done, or when stop is closed; it never writes
-// .online after stop is closed and it has returned.
+// stop, as the broker's run ends). It returns when done, or soon after stop is closed (once a
+// flux uptime under way has answered); it writes no .online once stop is closed.
 func (s *Supervisor) watchOnline(broker *Child, stop <-chan struct{}) {
 	// Held for reading and writing from the start: the line may come before it is read.
 	var fifo *os.File
@@ -40,7 +40,10 @@ func (s *Supervisor) watchOnline(broker *Child, stop <-chan struct{}) {
 			return false
 		}
 	}
+	// Under onlineMu, so that once runBroker has closed stop no .online is written.
 	online := func() {
+		s.onlineMu.Lock()
+		defer s.onlineMu.Unlock()
 		if !stopped() {
 			_ = touch(s.P.online())
 		}

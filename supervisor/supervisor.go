@@ -24,6 +24,8 @@ type Supervisor struct {
 	procs   *Procs
 	signals <-chan os.Signal
 	logMu   sync.Mutex
+	// onlineMu orders the readiness watcher's .online before the end of the broker's run.
+	onlineMu sync.Mutex
 
 	held        []*os.File // the helpers' FIFOs, held open while it lives
 	helpersHeld bool
