@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -84,12 +85,9 @@ func TestFastExit(t *testing.T) {
 	t.Parallel()
 	lead := newPod(t, podOptions{env: map[string]string{"MINICLUSTER_COMMAND": "hostname"}})
 	lead.write(t, "/fake/broker", "137\n", 0o644)
-	// The wrapper wrote the command's status before it killed the broker.
+	// A status left from an earlier run is removed before the broker starts.
 	lead.write(t, "/minicluster/run/command-status", "3\n", 0o644)
-	term, wait := lead.start(t)
-	_ = term
-	status, out := wait()
-	// The supervisor removes a status left from an earlier run before the broker starts.
+	status, out := lead.run(t)
 	assert.Equal(t, 137, status, out)
 	wrapper := strings.Join(lead.brokerRuns(t)[0], "\n")
 	assert.Contains(t, wrapper, `if [ "$status" -eq 0 ]; then flux exec -r all -x 0 --noinput /bin/sh -c "$w"`)
@@ -108,11 +106,10 @@ func TestFastExit(t *testing.T) {
 func TestFastExitStatus(t *testing.T) {
 	t.Parallel()
 	p := newPod(t, podOptions{env: map[string]string{"MINICLUSTER_COMMAND": "hostname"}})
-	// The fake broker stands in for the wrapper: it writes the status, then is killed.
-	p.write(t, "/fake/exec/noop", "", 0o644)
+	// The test stands in for the wrapper: it writes the status while the broker runs, and the
+	// broker ends as if killed.
 	p.brokers(t, "137 0 1")
-	term, wait := p.start(t)
-	_ = term
+	_, wait := p.start(t)
 	p.waitSleeping(t, 1)
 	p.write(t, "/minicluster/run/command-status", "5\n", 0o644)
 	status, out := wait()
@@ -317,7 +314,7 @@ func TestSaysWhenFluxCountsTheBrokerOnline(t *testing.T) {
 			time.Sleep(1500 * time.Millisecond) // flux uptime was asked at the start
 			assert.NoFileExists(t, online, "before rc1 ended")
 			p.write(t, "/minicluster/run/flux/rc1-done", "", 0o644)
-			fifo, err := os.OpenFile(filepath.Join(p.root, "minicluster/run/flux/online.fifo"), os.O_WRONLY|nonblock, 0)
+			fifo, err := os.OpenFile(filepath.Join(p.root, "minicluster/run/flux/online.fifo"), os.O_WRONLY|syscall.O_NONBLOCK, 0)
 			require.NoError(t, err, "online.fifo, held by the supervisor")
 			_, err = fifo.WriteString(c.said + "\n")
 			require.NoError(t, err)

@@ -3,9 +3,7 @@ package supervisor
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -384,6 +382,3 @@ func (p *pod) rc3Option(args string) string {
 
 // tail is the last n arguments of a run.
 func tail(run []string, n int) []string { return run[max(0, len(run)-n):] }
-
-var _ = slices.Contains[[]string]
-var _ = exec.Command

@@ -1,5 +1,0 @@
-package supervisor
-
-import "syscall"
-
-const nonblock = syscall.O_NONBLOCK
