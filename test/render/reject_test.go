@@ -278,16 +278,21 @@ func TestTopologyFormsAgreeWithGo(t *testing.T) {
 	}
 }
 
-// TestValidateLinesAreShort: the fail messages of _validate.tpl are written in pieces of
+// TestValidateLinesAreShort: the fail messages of _validate*.tpl are written in pieces of
 // (print "..." "...") so that a reviewer reads them without scrolling; the golden above holds
 // the messages themselves.
 func TestValidateLinesAreShort(t *testing.T) {
 	const most = 200
-	raw, err := os.ReadFile(filepath.Join(helmtest.ChartDir(), "templates", "_validate.tpl"))
+	files, err := filepath.Glob(filepath.Join(helmtest.ChartDir(), "templates", "_validate*.tpl"))
 	require.NoError(t, err)
-	for i, line := range strings.Split(string(raw), "\n") {
-		if len(line) > most {
-			t.Errorf("_validate.tpl:%d is %d characters, more than %d: wrap its message in (print ...) pieces", i+1, len(line), most)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		require.NoError(t, err)
+		for i, line := range strings.Split(string(raw), "\n") {
+			if len(line) > most {
+				t.Errorf("%s:%d is %d characters, more than %d: wrap its message in (print ...) pieces", filepath.Base(f), i+1, len(line), most)
+			}
 		}
 	}
 }
