@@ -87,7 +87,7 @@ func TestOwnKeptValues(t *testing.T) {
 }
 
 // commands.init and pre become the chart's, which runs them in the shell that starts Flux
-// (test/render's TestOperatorCommandsShareTheShell; the e2e case own/init-pre on real Flux).
+// (the supervisor's TestCommandsShareTheShell; the e2e case own/init-pre on real Flux).
 func TestOwnInitAndPre(t *testing.T) {
 	res, objs := convertOwn(t, "init-pre")
 	commands := res.Values["commands"].(map[string]any)

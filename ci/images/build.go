@@ -73,6 +73,7 @@ const (
 	pkgPause  = "./ci/pause"
 	pkgAPI    = "./restapi/cmd/minicluster-api"
 	pkgScale  = "./autoscale/cmd/minicluster-autoscale"
+	pkgBroker = "./supervisor/cmd/minicluster-broker"
 	source    = "https://github.com/minicluster/minicluster"
 )
 
@@ -108,10 +109,12 @@ func images(version string) []image {
 		{
 			ref: "ghcr.io/minicluster/flux-keygen:" + version, file: "flux-keygen.tar",
 			binary: pkgKeygen, binPath: "usr/local/bin/flux-keygen",
-			// The API server (api.enabled) and the autoscaler (autoscale.enabled, metrics.enabled):
-			// the lead's keys container copies them for the broker's container to run, so a user
-			// mirrors no other image for them.
-			more: map[string]string{pkgAPI: "usr/local/bin/minicluster-api", pkgScale: "usr/local/bin/minicluster-autoscale"},
+			// The broker's supervisor (every broker pod's keys container copies it for the broker's
+			// container to run), the API server (api.enabled) and the autoscaler
+			// (autoscale.enabled, metrics.enabled): the lead's keys container copies them, so a
+			// user mirrors no other image for them.
+			more: map[string]string{pkgAPI: "usr/local/bin/minicluster-api", pkgScale: "usr/local/bin/minicluster-autoscale",
+				pkgBroker: "usr/local/bin/minicluster-broker"},
 			// No shell: the keygen Job and the brokers' keys container run flux-keygen and nothing else.
 			extra: []file{{path: "etc/passwd", mode: 0o644, data: []byte(passwd)}, {path: "etc/group", mode: 0o644, data: []byte(group)}},
 			config: v1.Config{

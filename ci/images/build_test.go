@@ -97,7 +97,8 @@ func TestBuildImages(t *testing.T) {
 			t.Errorf("keygen image has a shell: %s", p)
 		}
 	}
-	if len(regular) != 5 || files["usr/local/bin/flux-keygen"].mode != 0o755 || files["usr/local/bin/minicluster-api"].mode != 0o755 || files["usr/local/bin/minicluster-autoscale"].mode != 0o755 {
+	if len(regular) != 6 || files["usr/local/bin/flux-keygen"].mode != 0o755 || files["usr/local/bin/minicluster-api"].mode != 0o755 || files["usr/local/bin/minicluster-autoscale"].mode != 0o755 ||
+		files["usr/local/bin/minicluster-broker"].mode != 0o755 {
 		t.Errorf("keygen image files %v", regular)
 	}
 	api := filepath.Join(t.TempDir(), "minicluster-api")
@@ -109,6 +110,11 @@ func TestBuildImages(t *testing.T) {
 	os.WriteFile(scale, files["usr/local/bin/minicluster-autoscale"].data, 0o755)
 	if out, err := exec.Command(scale, "--help").CombinedOutput(); err != nil || !strings.Contains(string(out), "Prometheus") {
 		t.Errorf("minicluster-autoscale --help from the image: %q %v", out, err)
+	}
+	broker := filepath.Join(t.TempDir(), "minicluster-broker")
+	os.WriteFile(broker, files["usr/local/bin/minicluster-broker"].data, 0o755)
+	if out, err := exec.Command(broker, "--help").CombinedOutput(); err != nil || !strings.Contains(string(out), "process 1") {
+		t.Errorf("minicluster-broker --help from the image: %q %v", out, err)
 	}
 	// The binary in the image runs and carries the version.
 	bin := filepath.Join(t.TempDir(), "flux-keygen")

@@ -26,6 +26,7 @@ var morePrograms = map[string][]Program{
 	"flux-keygen": {
 		{Path: "usr/local/bin/minicluster-api", Pkg: "github.com/minicluster/minicluster/restapi/cmd/minicluster-api"},
 		{Path: "usr/local/bin/minicluster-autoscale", Pkg: "github.com/minicluster/minicluster/autoscale/cmd/minicluster-autoscale"},
+		{Path: "usr/local/bin/minicluster-broker", Pkg: "github.com/minicluster/minicluster/supervisor/cmd/minicluster-broker"},
 	},
 }
 

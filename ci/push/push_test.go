@@ -26,7 +26,7 @@ func fixtureLayer(t *testing.T, files map[string]string) v1.Layer {
 	t.Helper()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	for _, p := range []string{"etc/passwd", "usr/local/bin/flux-keygen", "usr/local/bin/minicluster-api", "usr/local/bin/minicluster-autoscale", "pause"} {
+	for _, p := range []string{"etc/passwd", "usr/local/bin/flux-keygen", "usr/local/bin/minicluster-api", "usr/local/bin/minicluster-autoscale", "usr/local/bin/minicluster-broker", "pause"} {
 		data, ok := files[p]
 		if !ok {
 			continue
@@ -90,7 +90,8 @@ func TestPushKeygenIndexToRealRegistry(t *testing.T) {
 	keygenCfg := v1.Config{Entrypoint: []string{"/usr/local/bin/flux-keygen"}, User: "65532:65532", Labels: map[string]string{"org.opencontainers.image.version": version}}
 	fixtureTarball(t, filepath.Join(images, "flux-keygen.tar"), "ghcr.io/minicluster/flux-keygen:"+version,
 		map[string]string{"etc/passwd": passwd, "usr/local/bin/flux-keygen": "placeholder: push rebuilds it per platform",
-			"usr/local/bin/minicluster-api": "placeholder: push rebuilds it too", "usr/local/bin/minicluster-autoscale": "placeholder: push rebuilds it too"}, keygenCfg)
+			"usr/local/bin/minicluster-api": "placeholder: push rebuilds it too", "usr/local/bin/minicluster-autoscale": "placeholder: push rebuilds it too",
+			"usr/local/bin/minicluster-broker": "placeholder: push rebuilds it too"}, keygenCfg)
 	fixtureTarball(t, filepath.Join(images, "pause.tar"), "localhost/minicluster/pause:local",
 		map[string]string{"pause": "not really a binary"}, v1.Config{Entrypoint: []string{"/pause"}})
 
@@ -156,7 +157,7 @@ func TestPushKeygenIndexToRealRegistry(t *testing.T) {
 		if files["etc/passwd"] != passwd {
 			t.Errorf("%s: /etc/passwd not kept from the tarball: %q", d.Platform, files["etc/passwd"])
 		}
-		for _, program := range []string{"minicluster-api", "minicluster-autoscale"} {
+		for _, program := range []string{"minicluster-api", "minicluster-autoscale", "minicluster-broker"} {
 			if bin, err := elf.NewFile(strings.NewReader(files["usr/local/bin/"+program])); err != nil {
 				t.Errorf("%s: /usr/local/bin/%s was not rebuilt: %v", d.Platform, program, err)
 			} else {

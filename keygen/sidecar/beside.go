@@ -14,23 +14,24 @@ import (
 )
 
 // Files the sidecar keeps in its directory (the pod's shared keys volume) for the broker's
-// entrypoint (charts/minicluster/files/entrypoint.sh). The broker's container starts at the
-// same time as this one (an init container would delay it by up to a second: the kubelet
-// notices that an init container ended only at its next 1 s relist), so the two meet there.
+// supervisor (package supervisor, which charts/minicluster/files/entrypoint.sh execs). The
+// broker's container starts at the same time as this one (an init container would delay it by
+// up to a second: the kubelet notices that an init container ended only at its next 1 s
+// relist), so the two meet there.
 const (
-	// Alive is a FIFO the entrypoint holds open for as long as its container lives; its end
+	// Alive is a FIFO the supervisor holds open for as long as its container lives; its end
 	// (EOF here) is the sidecar's cue to end too, so the pod can complete.
 	Alive = ".alive"
-	// Ended is written by the entrypoint as it exits. It covers an entrypoint that ended before
+	// Ended is written by the supervisor as it exits. It covers a supervisor that ended before
 	// the sidecar's open of the FIFO returned (that open would then wait for ever); the FIFO
-	// covers an entrypoint killed before it could write anything.
+	// covers a supervisor killed before it could write anything.
 	Ended = ".ended"
 	// Ready: the keys are written and the parent broker is listed; start the broker.
 	Ready = ".ready"
 	// Invalid holds the error about a key object that is not a valid key: the broker cannot
-	// start (the entrypoint exits with the chart's cannot-start code, which fails the Job).
+	// start (the supervisor exits with the chart's cannot-start code, which fails the Job).
 	Invalid = ".invalid"
-	// Installed is written by the entrypoint once it has made its private copies of the keys:
+	// Installed is written by the supervisor once it has made its private copies of the keys:
 	// the copies here, which every user of the pod can read, are then deleted.
 	Installed = ".installed"
 	// Failed holds any other error (a timeout, an API error waiting cannot mend): the pod fails
@@ -46,7 +47,7 @@ func RunBesideBroker(dir string, fetch func() error, stop <-chan os.Signal, log 
 	if err := makeFIFO(alive); err != nil {
 		return err
 	}
-	// Open the FIFO now, so that it is held from the entrypoint's first moments on.
+	// Open the FIFO now, so that it is held from the supervisor's first moments on.
 	opened, closed := readToEOF(alive)
 	err := fetch()
 	status, text := Ready, ""
@@ -78,10 +79,16 @@ func RunBesideBroker(dir string, fetch func() error, stop <-chan os.Signal, log 
 	return err
 }
 
+// Supervisor is the name of the broker's supervisor (minicluster-broker) in the keys volume,
+// where the chart has the sidecar copy it (--supervisor) for the broker's container to exec.
+const Supervisor = "minicluster-broker"
+
 // Handed are the files of the keys volume that every user of the pod can read, the keys and
-// the API's credentials and TLS key: deleted once the entrypoint has its private copies.
+// the API's credentials and TLS key: deleted once the supervisor has its private copies. So is
+// the supervisor's program: it runs by then (the kernel keeps its file while it does), and it
+// starts nothing of its own file after it has written .installed.
 var Handed = []string{kube.CertKey, kube.MungeKey, filepath.Join(APIDir, "user"), filepath.Join(APIDir, "token"),
-	filepath.Join(APIDir, "secret-key"), filepath.Join(APIDir, "tls.crt"), filepath.Join(APIDir, "tls.key")}
+	filepath.Join(APIDir, "secret-key"), filepath.Join(APIDir, "tls.crt"), filepath.Join(APIDir, "tls.key"), Supervisor}
 
 // removeWhenInstalled deletes the handed files once dir holds Installed, or at once when the
 // broker's container has ended (closed): a pod whose broker never started keeps no key either.
@@ -119,12 +126,12 @@ func makeFIFO(path string) error {
 	return os.Chmod(path, 0o666)
 }
 
-// writeStatus writes name through a rename, so that the entrypoint never reads half of it.
+// writeStatus writes name through a rename, so that the supervisor never reads half of it.
 func writeStatus(dir, name, text string) error {
 	return replaceFile(filepath.Join(dir, name), 0o444, strings.NewReader(text))
 }
 
-// readToEOF opens the FIFO for reading (blocking until the entrypoint holds it) and reads it
+// readToEOF opens the FIFO for reading (blocking until the supervisor holds it) and reads it
 // until no writer is left: opened is closed once the open returns, closed at the EOF.
 func readToEOF(fifo string) (opened, closed <-chan struct{}) {
 	open, done := make(chan struct{}), make(chan struct{})

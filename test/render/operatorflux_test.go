@@ -98,28 +98,6 @@ func TestInlineCurveCert(t *testing.T) {
 	assert.Contains(t, keygenJob2.Spec.Template.Spec.Containers[0].Args, "--skip-curve", "the keygen Job makes the munge key alone")
 }
 
-// flux.wrap: the broker runs as flux start --wrap runs it: the words, then flux-broker from
-// FLUX_EXEC_PATH in Flux's environment.
-func TestEntrypointWrap(t *testing.T) {
-	t.Parallel()
-	p := newPod(t, helmtest.Options{Set: []string{"command=hostname", `flux.wrap=` + busybox + `\,env\,WRAPPED=yes`}}, 0)
-	require.NoError(t, os.MkdirAll(filepath.Join(p.fake, "exec"), 0o755))
-	broker := p.write(t, "/fake/exec/flux-broker", "#!"+busybox+" sh\nexec flux broker \"$@\"\n", 0o755)
-	p.brokers(t, "0")
-	status, out := p.run(t)
-	require.Equal(t, 0, status, out)
-	runs := p.brokerRuns(t)
-	require.Len(t, runs, 1)
-	env, err := os.ReadFile(filepath.Join(p.fake, "env.1"))
-	require.NoError(t, err)
-	assert.Contains(t, string(env), "\nWRAPPED=yes\n", "the wrapper ran the broker")
-	assert.Contains(t, runs[0], "-Sbroker.quorum=4", "with the broker's own arguments")
-	assert.Contains(t, out, "flux.wrap: the brokers run as: "+busybox+" env WRAPPED=yes "+broker)
-
-	none := newPod(t, helmtest.Options{Set: []string{"command=hostname", "flux.wrap=strace"}}, 0)
-	none.cannotStart(t, "flux.wrap: no flux-broker on the FLUX_EXEC_PATH", `set flux.wrap=""`)
-}
-
 // fluxContainers: the user's containers with the pod's broker's Flux: its socket (the run
 // volume), the flux wrapper, the view read-only; the broker's user; never the keys.
 func TestFluxContainers(t *testing.T) {

@@ -491,7 +491,7 @@ func TestKeyMaterial(t *testing.T) {
 		keys := container(t, job, "keys")
 		assert.Equal(t, "ghcr.io/minicluster/flux-keygen:"+helmtest.AppVersion(), keys.Image)
 		assert.Equal(t, []string{"sidecar", "--namespace=$(POD_NAMESPACE)", "--out=/minicluster/keys", "--curve-name=flux-sample-curve",
-			"--storage=Secret", "--readiness-addr=:8051", "--wait-parent", "--hosts-file=/minicluster/config/hosts", "--topology=",
+			"--storage=Secret", "--readiness-addr=:8051", "--supervisor=/minicluster/keys/minicluster-broker", "--wait-parent", "--hosts-file=/minicluster/config/hosts", "--topology=",
 			"--namespace-deleted-code=79", "--job=flux-sample"}, keys.Args)
 		// The broker's readiness is the keys container's answer on that port.
 		probe := container(t, job, "flux").ReadinessProbe

@@ -1,4 +1,4 @@
-{{/* minicluster.brokerContainer is the broker's container, first in the pod (kustomizations address it as containers/0): files/entrypoint.sh runs Flux's broker. */}}
+{{/* minicluster.brokerContainer is the broker's container, first in the pod (kustomizations address it as containers/0): files/entrypoint.sh execs the supervisor (minicluster-broker), which runs Flux's broker. */}}
 {{- define "minicluster.brokerContainer" }}
 {{- $view := .Values.flux.view }}
 {{- $viewCopy := and $view.enabled (eq (include "minicluster.viewMode" .) "copy") }}
@@ -47,7 +47,7 @@
         - name: OMPI_MCA_oob_tcp_if_include
           value: {{ .Values.flux.interface | quote }}
         # One option per line: options may contain spaces.
-        # The helpers' shared directories: the entrypoint waits for each one's .ready.
+        # The helpers' shared directories: the supervisor waits for each one's .ready.
         - name: MINICLUSTER_HELPERS
           value: {{ ternary (printf "/minicluster/keys %s" $view.mountPath) "/minicluster/keys" $viewCopy | quote }}
         {{- with .Values.flux.wrap }}
@@ -64,7 +64,7 @@
           value: {{ ternary $view.mountPath "" $viewImage | quote }}
         - name: MINICLUSTER_FLUX_VIEW_IMAGE
           value: {{ ternary $view.image "" $view.enabled | quote }}
-        # Fixed paths the entrypoint installs the certificate and writes R to (broker.toml names them).
+        # Fixed paths the supervisor installs the certificate and writes R to (broker.toml names them).
         - name: MINICLUSTER_CURVE_CERT
           value: {{ include "minicluster.curveCertPath" . | quote }}
         - name: MINICLUSTER_RESOURCE_PATH
@@ -81,7 +81,7 @@
         {{- . | nindent 8 }}
         {{- end }}
         {{- if .Values.api.enabled }}
-        # api.enabled: the lead serves the Flux RESTful API on this port (entrypoint.sh).
+        # api.enabled: the lead serves the Flux RESTful API on this port (its supervisor starts minicluster-api).
         - name: MINICLUSTER_API_PORT
           value: {{ int .Values.api.port | quote }}
         # What the keys container hands over for it: the credentials (api.requireAuth), the TLS key.
@@ -93,7 +93,7 @@
           value: {{ ne .Values.api.tls.secretName "" | quote }}
         {{- end }}
         {{- if .Values.autoscale.enabled }}
-        # autoscale.enabled: the lead sizes the MiniCluster (entrypoint.sh, minicluster-autoscale).
+        # autoscale.enabled: the lead sizes the MiniCluster (its supervisor starts minicluster-autoscale).
         - name: MINICLUSTER_AUTOSCALE
           value: {{ printf "--autoscale --min-size=%d --max-size=%s --idle=%ds" (int .Values.autoscale.minSize) (include "minicluster.maxSize" .) (int .Values.autoscale.idleSeconds) | quote }}
         # flux jobs shows why a job waits while the MiniCluster grows for it (its memo
@@ -111,7 +111,7 @@
           value: {{ int .Values.metrics.port | quote }}
         {{- end }}
         # For kubectl exec: flux (and flux proxy $FLUX_URI) reach this pod's broker, whose
-        # socket the entrypoint pins at the same path in every pod. PATH stays the image's: a
+        # socket the supervisor pins at the same path in every pod. PATH stays the image's: a
         # value here would replace it, not extend it.
         - name: FLUX_URI
           value: local:///minicluster/run/flux/local
@@ -132,7 +132,7 @@
           containerPort: {{ int .Values.api.port }}
           protocol: TCP
         {{- end }}
-      # Ready once Flux counts this broker online (the entrypoint's .online, served by the keys
+      # Ready once Flux counts this broker online (the supervisor's .online, served by the keys
       # container): an HTTP probe, which costs the node far less than an exec probe would. The
       # startup probe asks every second until the broker is first online (the kubelet then asks
       # the readiness probe at once); it never gives up, since a broker may wait for its parent
@@ -181,7 +181,7 @@
         - name: broker-config
           mountPath: /minicluster/config
           readOnly: true
-        # Writable: the entrypoint leaves .ended here for the helpers as it exits.
+        # Writable: the supervisor leaves .ended here for the helpers as it exits.
         - name: keys
           mountPath: /minicluster/keys
         - name: curve-installed

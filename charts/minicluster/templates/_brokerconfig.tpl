@@ -43,7 +43,7 @@ size is what the last install or upgrade gave (so an upgrade keeps what the auto
 {{- printf "%s.%s.svc.%s" (include "minicluster.fullname" .) .Release.Namespace .Values.clusterDomain -}}
 {{- end -}}
 
-{{/* Fixed paths inside the pods; the entrypoint and broker.toml agree on them. */}}
+{{/* Fixed paths inside the pods; the broker's supervisor and broker.toml agree on them. */}}
 {{- define "minicluster.curveCertPath" -}}/etc/curve/curve.cert{{- end -}}
 {{- define "minicluster.resourcePath" -}}/minicluster/run/R{{- end -}}
 

@@ -20,6 +20,9 @@
         - --munge-name={{ include "minicluster.mungeName" . }}
         {{- end }}
         - --readiness-addr=:{{ int .Values.flux.readinessPort }}
+        # Every broker pod's keys container hands the broker's supervisor to the broker's
+        # container, whose command (files/entrypoint.sh) waits for it and execs it.
+        - --supervisor=/minicluster/keys/minicluster-broker
         {{- if .Values.api.enabled }}
         # The lead's keys container hands the API server, its credentials and its TLS key to
         # the broker's container.

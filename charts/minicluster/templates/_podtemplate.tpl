@@ -71,7 +71,7 @@ metadata:
 spec:
   subdomain: {{ include "minicluster.fullname" . }}
   # A broker that fails is a failed pod the Job counts (podFailurePolicy needs Never); the
-  # retries that can help happen inside the entrypoint.
+  # retries that can help happen inside the broker's supervisor.
   restartPolicy: Never
   enableServiceLinks: false
   serviceAccountName: {{ include "minicluster.broker.serviceAccountName" . }}
@@ -143,9 +143,9 @@ spec:
   {{- end }}
   # The broker's container first (kustomizations address it as containers/0), then its helpers,
   # which run beside it, not before it as init containers: the kubelet would start the broker
-  # only at its next 1 s relist after they end. The entrypoint waits for each helper's .ready in
+  # only at its next 1 s relist after they end. The supervisor waits for each helper's .ready in
   # the volume they share; each helper ends when the broker's container ends (a FIFO the
-  # entrypoint holds open), so the pod completes with it.
+  # supervisor holds open), so the pod completes with it.
   containers:
     {{- include "minicluster.brokerContainer" . }}
     {{- include "minicluster.viewContainer" . }}
@@ -157,7 +157,7 @@ spec:
 {{- end -}}
 
 {{/* minicluster.operatorEnv is the broker container's environment for the settings of the Flux
-Operator's MiniCluster: logging, commands and batch (files/entrypoint.sh reads them). */}}
+Operator's MiniCluster: logging, commands and batch (the supervisor, minicluster-broker, reads them). */}}
 {{- define "minicluster.operatorEnv" -}}
 {{- $l := .Values.logging -}}
 {{- $c := .Values.commands -}}

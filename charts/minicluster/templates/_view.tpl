@@ -64,7 +64,7 @@ volumes by default (1.35 and later), else copy. */}}
       volumeMounts:
         - name: flux-view
           mountPath: {{ $view.mountPath }}
-        # Only for the entrypoint's .ended.
+        # Only for the supervisor's .ended.
         - name: keys
           mountPath: /minicluster/keys
           readOnly: true

@@ -30,17 +30,21 @@ headless Service lists this pod's parent broker (from --hosts-file, --topology a
 $JOB_COMPLETION_INDEX) with an address, so that the broker's first DNS lookup finds it: cluster
 DNS caches a "no such name" answer for seconds, which would stall the broker's connect.
 
-It tells the broker's entrypoint the outcome through files in --out: it makes the FIFO .alive,
+With --supervisor it first copies this image's minicluster-broker there, the broker container's
+supervisor, which the container's command waits for and execs (every broker pod); on the lead,
+with --api-server and --autoscaler, the API server and autoscaler likewise.
+
+It tells the broker's supervisor the outcome through files in --out: it makes the FIFO .alive,
 then writes .ready when the keys are there and the parent is listed, or the error to .invalid
-(an invalid key object: the broker cannot start) or .failed (anything else). The entrypoint
+(an invalid key object: the broker cannot start) or .failed (anything else). The supervisor
 holds .alive open while its container lives; when it is closed (EOF), or at SIGTERM, the
 sidecar exits, so the pod can complete. Once the entrypoint has made its private copies of the
 keys it writes .installed, and the sidecar deletes the copies in --out that every user of the pod
 can read (at the latest when the broker's container ends). With --once it only writes the keys, waits for the
-parent and exits, with no files for an entrypoint.
+parent and exits, with no files for a supervisor.
 
 With --readiness-addr it answers the broker container's readiness probe there: GET /readyz is
-200 while --out holds .online, which the entrypoint writes once Flux counts the broker online.
+200 while --out holds .online, which the supervisor writes once Flux counts the broker online.
 
 With --namespace-deleted-code N it asks at its end (the broker's container ended, or SIGTERM)
 whether its namespace is being deleted, and if so deletes the Job --job (when given) and exits
@@ -64,7 +68,7 @@ func newSidecarCmd(e env) *cobra.Command {
 	var api apiFlags
 	var hostsFile, topology, readinessAddr string
 	var waitParent, once bool
-	var apiServer, autoscaler string
+	var apiServer, autoscaler, supervisorPath string
 	var resize sidecar.Resizer
 	var namespaceDeletedCode int
 	var job string
@@ -78,6 +82,10 @@ func newSidecarCmd(e env) *cobra.Command {
 				return usageError{errors.New("--out is required: the volume the sidecar shares with the broker")}
 			}
 			fetch := func() error {
+				// Every broker's container runs its supervisor from here.
+				if err := installBeside("minicluster-broker", supervisorPath); err != nil {
+					return err
+				}
 				// The lead's broker container runs the API server (api.enabled) from here.
 				// And the autoscaler and metrics server (autoscale.enabled, metrics.enabled).
 				if e.getenv("JOB_COMPLETION_INDEX") == "0" {
@@ -159,6 +167,7 @@ func newSidecarCmd(e env) *cobra.Command {
 	f.StringVar(&topology, "topology", "", "the brokers' tbon.topo (empty = flux's default for broker.toml boot)")
 	f.StringVar(&readinessAddr, "readiness-addr", "", "serve the broker container's readiness probe here (GET /readyz: 200 once the entrypoint wrote .online in --out)")
 	f.StringVar(&apiServer, "api-server", "", "on the lead (index 0), copy this image's minicluster-api to this path, for the broker's container to run")
+	f.StringVar(&supervisorPath, "supervisor", "", "copy this image's minicluster-broker (the broker container's supervisor) to this path, for the broker's container to run")
 	f.StringVar(&o.APIName, "api-name", "", "on the lead (index 0), the Secret of the API's credentials (user, token, secret-key), written to --out/api")
 	f.StringVar(&o.APITLSName, "api-tls-name", "", "on the lead (index 0), the API's TLS Secret (tls.crt, tls.key), written to --out/api")
 	f.StringVar(&autoscaler, "autoscaler", "", "on the lead (index 0), copy this image's minicluster-autoscale to this path, for the broker's container to run")
