@@ -127,11 +127,16 @@ docs: $(HELM_DOCS) ## the chart's README.md (helm-docs, the values table from va
 fuzz: ## short, bounded fuzz runs (FUZZ_TARGETS; FUZZ_EXECS overrides each budget)
 	for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; rest=$${t#*:}; go test -run='^$$' -fuzz="^$${rest%%:*}$$" -fuzztime=$${FUZZ_EXECS:-$${rest#*:}}x "$$pkg" || exit 1; done
 
+# How many end-to-end tests run at once. Most of a test's time is spent waiting for Kubernetes
+# and Flux, so more than go test's default (one a core) shortens the run; -p 1 tests one
+# package at a time, so that the log shows each test as it runs.
+E2E_PARALLEL ?= 4
+
 # The Kueue and kwok tests need Kueue and simulated nodes started for them: make e2e-kueue and
 # make e2e-kwok run them, so that nothing here skips for want of either.
 e2e: build tools images ## end-to-end tests against the cluster in KUBECONFIG (default: the local one), the Kueue and kwok ones aside
 	$(push-e2e)
-	CLUSTER_REGISTRY=$(E2E_REGISTRY) $(E2E_AUTH) KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout 70m -v -skip 'Kueue|Kwok' ./test/e2e/... ./keygen/kube/...
+	CLUSTER_REGISTRY=$(E2E_REGISTRY) $(E2E_AUTH) KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout 70m -v -p 1 -parallel $(E2E_PARALLEL) -skip 'Kueue|Kwok' ./test/e2e/... ./keygen/kube/...
 
 # The simulated nodes of the scale tests: enough for 1,000 brokers by default (10 nodes of 110 pods).
 KWOK_NODES ?= 10
@@ -164,7 +169,7 @@ bench-e2e: build tools images ## timings on the cluster in KUBECONFIG with real 
 	$(push-e2e)
 	CLUSTER_REGISTRY=$(E2E_REGISTRY) KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout 90m -run '^$$' -bench 'Floor|MiniCluster|HPC|MPI|Kwok|Operator|Uninstall|API|Autoscale' -benchtime $${BENCHTIME:-3x} ./test/e2e/...
 	@# Sizes 6 to 64 and the overlay shapes at 64, once each (BENCH_SIZES, BENCH_TOPOLOGIES).
-	CLUSTER_REGISTRY=$(E2E_REGISTRY) KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout 90m -run '^$$' -bench 'Scale|Topology|Throughput|Metrics' -benchtime $${BENCH_SCALE_TIME:-1x} ./test/e2e/...
+	CLUSTER_REGISTRY=$(E2E_REGISTRY) KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout 90m -run '^$$' -bench 'Scale|Topology|Throughput|Metrics|PodCost' -benchtime $${BENCH_SCALE_TIME:-1x} ./test/e2e/...
 	@# Kueue's admission: on the local cluster Kueue is started for it and removed after (also on failure).
 	local=$(if $(and $(LOCAL_CLUSTER),$(filter $(CLUSTER_DIR)/kubeconfig,$(E2E_KUBECONFIG))),yes); \
 	if [ -n "$$local" ]; then bash ci/kueue/up.sh || exit 1; fi; \

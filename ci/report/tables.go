@@ -76,6 +76,18 @@ var specs = []spec{
 		{"floor: CPU seconds used by the bare Job → all running and listed", "cpu-s/up-floor"},
 		{"Flux's own bootstrap: CPU seconds of its processes", "cpu-s/up-flux-alone"},
 	}},
+	{key: "podcost", bench: "BenchmarkPodCost", run: "BENCH_POD_COST_SIZES=16,64 go test -tags e2e -run '^$' -bench PodCost -benchtime 1x ./test/e2e/",
+		sides: []side{{"floor", "bare pod"}, {"container", "+ second container"}, {"volumes", "+ volumes"}, {"image", "+ image volume"}, {"probes", "+ probes"}, {"chart", "chart, real Flux"}},
+		rows: []row{
+			{"create → every pod Running, Ready and listed (chart: Flux counts every broker up), s", "up"},
+			{"Kubernetes' CPU seconds in that time", "cpu"},
+			{"of which the kubelets", "cpu-kubelet"},
+			{"of which containerd, its shims, runc and pause", "cpu-runtime"},
+			{"of which kube-apiserver and etcd", "cpu-apiserver"},
+			{"of which the controller-manager and the scheduler", "cpu-controllers"},
+			{"of which the network (kube-proxy, kube-router, CoreDNS, CNI) and helpers", "cpu-network"},
+			{"Kubernetes' CPU seconds a second, the pods up and idle", "idle"},
+		}},
 	{key: "topology", bench: "BenchmarkTopology", run: "go test -tags e2e -run '^$' -bench Topology -benchtime 1x ./test/e2e/", rows: []row{
 		{"install → Flux counts every broker up", "s/up"},
 		{"`flux run -N size hostname`", "s/launch"},

@@ -32,6 +32,7 @@ var cpuParts = []string{cpuKubernetes, cpuFlux, cpuChart, cpuClient, cpuOther}
 type cpuMeter struct {
 	start  map[int]procCPU
 	record string
+	kube   map[string]float64 // after stop: the Kubernetes part by component (kubeComponent)
 }
 
 type procCPU struct {
@@ -93,13 +94,18 @@ func (m *cpuMeter) stop(b testing.TB) map[string]float64 {
 		known[pid] = p
 	}
 	used := map[string]float64{}
+	m.kube = map[string]float64{}
 	add := func(pid int, p procCPU) {
 		ticks := p.ticks
 		if s, ok := m.start[pid]; ok && s.comm == p.comm {
 			ticks -= s.ticks
 		}
 		if ticks > 0 {
-			used[cpuPart(pid, known)] += float64(ticks) / clockTicks
+			part := cpuPart(pid, known)
+			used[part] += float64(ticks) / clockTicks
+			if part == cpuKubernetes {
+				m.kube[kubeComponent(p.comm)] += float64(ticks) / clockTicks
+			}
 		}
 	}
 	for pid, p := range end {
@@ -109,6 +115,38 @@ func (m *cpuMeter) stop(b testing.TB) map[string]float64 {
 		add(r.pid, r.procCPU)
 	}
 	return used
+}
+
+// The components of Kubernetes' part, by process.
+const (
+	kubeKubelet    = "kubelet"
+	kubeRuntime    = "runtime"     // containerd, its shims, runc, pause
+	kubeAPI        = "apiserver"   // kube-apiserver and etcd
+	kubeController = "controllers" // kube-controller-manager and kube-scheduler
+	kubeNetwork    = "network"     // kube-proxy, kube-router, CoreDNS, the CNI plugins
+)
+
+// kubeComponent names the component a process of Kubernetes' part belongs to.
+func kubeComponent(comm string) string {
+	switch {
+	case comm == "kubelet":
+		return kubeKubelet
+	case strings.HasPrefix(comm, "containerd") || strings.HasPrefix(comm, "runc") || comm == "pause":
+		return kubeRuntime
+	case comm == "kube-apiserver" || comm == "etcd":
+		return kubeAPI
+	case strings.HasPrefix(comm, "kube-controller") || comm == "kube-scheduler":
+		return kubeController
+	}
+	return kubeNetwork
+}
+
+// kubernetes is the Kubernetes part of the last stop by component (nil without a meter).
+func (m *cpuMeter) kubernetes() map[string]float64 {
+	if m == nil {
+		return nil
+	}
+	return m.kube
 }
 
 // acctOff turns process accounting off: acct(NULL).

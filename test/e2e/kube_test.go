@@ -359,6 +359,30 @@ func waitFluxUpEvery(t testing.TB, ns, release string, size, maxSize int, within
 	return pods
 }
 
+// waitReadyThenFluxUp waits, by the API alone, until size broker pods are Ready (a broker's pod
+// is Ready once Flux counts it), then as waitFluxUp asks Flux in the lead, which then rarely
+// needs a second look. For measures of Kubernetes' CPU: every look at Flux is a kubectl exec,
+// which costs the kubelet, containerd and runc more than the broker pods themselves do.
+func waitReadyThenFluxUp(t testing.TB, ns, release string, size, maxSize int, within time.Duration) map[int]corev1.Pod {
+	t.Helper()
+	poll(t, within, 100*time.Millisecond, fmt.Sprintf("%d broker pods of %s Ready", size, release), func() (bool, string) {
+		pods, _, err := brokerPods(ns, release)
+		if err != nil {
+			return false, err.Error()
+		}
+		ready := 0
+		for _, p := range pods {
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+					ready++
+				}
+			}
+		}
+		return ready == size, fmt.Sprintf("%d of %d Ready", ready, size)
+	})
+	return waitFluxUpEvery(t, ns, release, size, maxSize, within, 200*time.Millisecond)
+}
+
 // checkFluxRun: `flux run -N size hostname` in the lead reaches every broker pod.
 func checkFluxRun(t testing.TB, ns, release string, pods map[int]corev1.Pod) {
 	t.Helper()

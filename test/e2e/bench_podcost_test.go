@@ -1,0 +1,225 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+)
+
+// podCostStep is one pod shape of BenchmarkPodCost: the bare floor pod with the broker pod's
+// parts added one at a time, in the order below, each keeping those before it.
+type podCostStep struct {
+	name, what string
+	add        func(spec *corev1.PodSpec, ns string)
+}
+
+// The parts of a broker pod, as the chart renders it with its default values (docs/
+// architecture.md, "A broker pod"), without Flux: every container only waits.
+var podCostSteps = []podCostStep{
+	{"floor", "a bare pod: one container, the default service account token", func(*corev1.PodSpec, string) {}},
+	{"container", "+ a second container (the keys sidecar's place)", func(spec *corev1.PodSpec, _ string) {
+		spec.Containers = append(spec.Containers, corev1.Container{
+			Name: "keys", Image: testsImage, ImagePullPolicy: corev1.PullIfNotPresent,
+			Command: []string{"/bin/sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"},
+		})
+	}},
+	{"volumes", "+ the chart's ConfigMap and emptyDir volumes, mounted as the chart mounts them", func(spec *corev1.PodSpec, _ string) {
+		cm := func(name string) corev1.VolumeSource {
+			return corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}}}
+		}
+		memory := corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}
+		spec.Volumes = append(spec.Volumes,
+			corev1.Volume{Name: "scripts", VolumeSource: cm("podcost-scripts")},
+			corev1.Volume{Name: "broker-config", VolumeSource: cm("podcost-config")},
+			corev1.Volume{Name: "keys", VolumeSource: memory},
+			corev1.Volume{Name: "curve-installed", VolumeSource: memory},
+			corev1.Volume{Name: "run", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		spec.Containers[0].VolumeMounts = append(spec.Containers[0].VolumeMounts,
+			corev1.VolumeMount{Name: "scripts", MountPath: "/minicluster/scripts", ReadOnly: true},
+			corev1.VolumeMount{Name: "scripts", MountPath: "/minicluster/modprobe/rc1.d/minicluster.py", SubPath: "modprobe-rc1.py", ReadOnly: true},
+			corev1.VolumeMount{Name: "scripts", MountPath: "/usr/local/sbin/flux", SubPath: "flux", ReadOnly: true},
+			corev1.VolumeMount{Name: "broker-config", MountPath: "/minicluster/config", ReadOnly: true},
+			corev1.VolumeMount{Name: "keys", MountPath: "/minicluster/keys"},
+			corev1.VolumeMount{Name: "curve-installed", MountPath: "/etc/curve"},
+			corev1.VolumeMount{Name: "run", MountPath: "/minicluster/run"})
+		spec.Containers[1].VolumeMounts = append(spec.Containers[1].VolumeMounts,
+			corev1.VolumeMount{Name: "broker-config", MountPath: "/minicluster/config", ReadOnly: true},
+			corev1.VolumeMount{Name: "keys", MountPath: "/minicluster/keys"})
+	}},
+	{"image", "+ the view's image volume (flux.view.mode=image)", func(spec *corev1.PodSpec, _ string) {
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "flux-view", VolumeSource: corev1.VolumeSource{
+			Image: &corev1.ImageVolumeSource{Reference: viewImage, PullPolicy: corev1.PullIfNotPresent}}})
+		spec.Containers[0].VolumeMounts = append(spec.Containers[0].VolumeMounts,
+			corev1.VolumeMount{Name: "flux-view", MountPath: "/mnt/flux", ReadOnly: true},
+			corev1.VolumeMount{Name: "flux-view", MountPath: "/opt/software", SubPath: "opt/software", ReadOnly: true})
+	}},
+	{"probes", "+ the startup (every 1 s) and readiness (every 5 s) probes, answered by the second container", func(spec *corev1.PodSpec, _ string) {
+		// The keys sidecar answers the broker container's probes; here busybox's httpd does.
+		spec.Containers[1].Command = []string{"/bin/sh", "-c", "mkdir -p /tmp/www && echo ok >/tmp/www/readyz && exec httpd -f -p 8051 -h /tmp/www"}
+		get := corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(8051)}}
+		spec.Containers[0].StartupProbe = &corev1.Probe{ProbeHandler: get, PeriodSeconds: 1, FailureThreshold: 600}
+		spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: get, PeriodSeconds: 5}
+	}},
+}
+
+// podCostIdle is how long each shape is left running once all its pods are up, to measure
+// what its pods cost Kubernetes while nothing changes (a MiniCluster's pods wait for Flux).
+const podCostIdle = 20 * time.Second
+
+// BenchmarkPodCost: what a broker pod costs Kubernetes, part by part, at 16 and 64 pods
+// (BENCH_POD_COST_SIZES). For each shape of podCostSteps, an indexed Job of size pods and its
+// headless Service are created; measured are the time until every pod is Running and Ready
+// and listed by the Service, the CPU seconds Kubernetes' processes (kubelets, containerd, the
+// shims, runc, the control plane) used in that time, and their CPU seconds a second while the
+// pods then only wait (podCostIdle). Last, the chart itself with real Flux: helm install ->
+// Flux counts every broker up, and the same idle measure after.
+//
+// CPU is counted where the cluster's nodes are processes of this machine (the local cluster).
+func BenchmarkPodCost(b *testing.B) {
+	for _, size := range benchSizes(b, "BENCH_POD_COST_SIZES", "16,64") {
+		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
+			sums := map[string]podCost{}
+			for b.Loop() {
+				for i := range podCostSteps {
+					sums[podCostSteps[i].name] = sums[podCostSteps[i].name].plus(podCostShape(b, size, i))
+				}
+				sums["chart"] = sums["chart"].plus(podCostChart(b, size))
+			}
+			n := float64(b.N)
+			var line []string
+			for _, name := range append(podCostNames(), "chart") {
+				c := sums[name]
+				metric(b, c.up.Seconds()/n, "s/"+name+"-up")
+				metric(b, c.cpu/n, "s/"+name+"-cpu")
+				metric(b, c.idle/n, "s/"+name+"-idle")
+				for _, k := range kubeComponents {
+					metric(b, c.parts[k]/n, "s/"+name+"-cpu-"+k)
+				}
+				line = append(line, fmt.Sprintf("%s %.1f s up, %.1f CPU-s, idle %.3f CPU-s/s", name, c.up.Seconds()/n, c.cpu/n, c.idle/n))
+			}
+			if floor := sums["floor"].cpu; floor > 0 {
+				metric(b, sums["chart"].cpu/floor, "x/chart-cpu")
+			}
+			fmt.Printf("size %d, Kubernetes: %s\n", size, strings.Join(line, "; "))
+		})
+	}
+}
+
+func podCostNames() []string {
+	var names []string
+	for _, s := range podCostSteps {
+		names = append(names, s.name)
+	}
+	return names
+}
+
+// podCost: until all up, and Kubernetes' CPU seconds then and a second while idle.
+type podCost struct {
+	up        time.Duration
+	cpu, idle float64
+	parts     map[string]float64 // cpu by component (kubeComponent)
+}
+
+func (c podCost) plus(o podCost) podCost {
+	return podCost{c.up + o.up, c.cpu + o.cpu, c.idle + o.idle, addSums(addSums(nil, c.parts), o.parts)}
+}
+
+// kubeComponents are the components of Kubernetes' CPU, in the report's order.
+var kubeComponents = []string{kubeKubelet, kubeRuntime, kubeAPI, kubeController, kubeNetwork}
+
+// podCostShape creates the pods of podCostSteps[0..last] and measures them.
+func podCostShape(b *testing.B, size, last int) podCost {
+	ctx := context.Background()
+	ns := newNamespace(b, "podcost-"+podCostSteps[last].name)
+	for _, name := range []string{"podcost-scripts", "podcost-config"} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Data: map[string]string{"modprobe-rc1.py": "#\n", "flux": "#!/bin/sh\n", "broker.toml": "#\n"}}
+		if _, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	spec := corev1.PodSpec{
+		Subdomain:                     "podcost",
+		TerminationGracePeriodSeconds: ptr.To(int64(1)),
+		Containers: []corev1.Container{{
+			Name: "flux", Image: testsImage, ImagePullPolicy: corev1.PullIfNotPresent,
+			Command: []string{"/bin/sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"},
+		}},
+	}
+	for _, s := range podCostSteps[:last+1] {
+		s.add(&spec, ns)
+	}
+	createFloorService(b, ns, "podcost")
+	var c podCost
+	cpu := startCPU(b)
+	start := time.Now()
+	if _, err := kube.BatchV1().Jobs(ns).Create(ctx, indexedJob("podcost", size, spec), metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	// Listed by the Service means Ready: the Service publishes not-ready addresses, but an
+	// endpoint's conditions say; floorReady counts the addresses, so wait for Ready too.
+	eventuallyFast(b, 10*time.Minute, fmt.Sprintf("%d %s pods running, ready and listed", size, podCostSteps[last].name), func() (bool, string) {
+		ok, why := floorReady(ns, "podcost", size)
+		ready, err := readyPods(ns, "job-name=podcost")
+		return ok && ready == size, fmt.Sprintf("%s, %d ready (%v)", why, ready, err)
+	})
+	c.up = time.Since(start)
+	c.cpu = cpu.stop(b)[cpuKubernetes]
+	c.parts = cpu.kubernetes()
+	c.idle = podCostIdleCPU(b)
+	deleteFloor(b, ns, "podcost", 5*time.Minute)
+	deleteNamespace(b, ns)
+	return c
+}
+
+// podCostChart installs the chart (the view mounted as an image, as BenchmarkScale does) and
+// measures install -> Flux counts every broker up, and the idle after.
+func podCostChart(b *testing.B, size int) podCost {
+	ns := newNamespace(b, "podcost-chart")
+	r := newRelease(b, ns, "flux-sample", helm4)
+	var c podCost
+	cpu := startCPU(b)
+	start := time.Now()
+	r.install("--set", fmt.Sprintf("size=%d,maxSize=%d,flux.view.mode=image", size, size))
+	waitReadyThenFluxUp(b, ns, r.name, size, size, 10*time.Minute)
+	c.up = time.Since(start)
+	c.cpu = cpu.stop(b)[cpuKubernetes]
+	c.parts = cpu.kubernetes()
+	c.idle = podCostIdleCPU(b)
+	r.uninstall()
+	deleteNamespace(b, ns)
+	return c
+}
+
+// podCostIdleCPU is Kubernetes' CPU seconds a second over podCostIdle.
+func podCostIdleCPU(b *testing.B) float64 {
+	cpu := startCPU(b)
+	time.Sleep(podCostIdle)
+	return cpu.stop(b)[cpuKubernetes] / podCostIdle.Seconds()
+}
+
+// readyPods counts the pods of ns that selector selects and whose Ready condition is true.
+func readyPods(ns, selector string) (int, error) {
+	pods, err := kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, p := range pods.Items {
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+				n++
+			}
+		}
+	}
+	return n, nil
+}
