@@ -19,6 +19,11 @@ if [[ ${1:-} == --print-dir ]]; then
 	echo "$DIR"
 	exit 0
 fi
+mkdir -p "$DIR"
+# One build at a time: .ci/run starts one in the background while the tests run, and the
+# Kueue tests' own call then waits for it here.
+exec 9>"$DIR/.lock"
+flock 9
 if [[ -x $DIR/bin/kueue && -s $DIR/version ]]; then
 	echo "kueue: cached v$KUEUE_VERSION in $DIR"
 	exit 0
@@ -30,7 +35,6 @@ fi
 [[ -f $KUEUE_SRC ]] || { echo "kueue: KUEUE_SRC=$KUEUE_SRC: no such file (Kueue's source tarball with vendor/)" >&2; exit 1; }
 command -v go >/dev/null || { echo "kueue: go not found on PATH; install Go >= 1.25" >&2; exit 1; }
 
-mkdir -p "$DIR"
 if [[ ! -f $DIR/src/go.mod ]]; then
 	rm -rf "$DIR/src" "$DIR/src.tmp"
 	mkdir -p "$DIR/src.tmp"
