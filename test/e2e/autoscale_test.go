@@ -37,6 +37,7 @@ var autoscaled = []string{"--set", "size=1", "--set", "maxSize=6", "--set", "aut
 // that runs a job through a shrink until the job ends, runs a burst of jobs of 1 to 4 nodes
 // through helm upgrades and a rollback, and leaves nothing when uninstalled while it grows.
 func TestAutoscale(t *testing.T) {
+	t.Parallel()
 	eachHelm(t, func(t *testing.T, helm string) {
 		ns := newNamespace(t, "autoscale")
 		r := newRelease(t, ns, "flux-as", helm)
@@ -322,6 +323,7 @@ func scrape(t testing.TB, base string) map[string]float64 {
 // TestAutoscaleSchedulers: under sched-simple and Fluxion's other policies that queue a job
 // larger than the brokers up, such a job waits and runs once the MiniCluster has grown for it.
 func TestAutoscaleSchedulers(t *testing.T) {
+	t.Parallel()
 	for _, sched := range [][]string{{"flux.scheduler=simple"}, {"flux.queuePolicy=hybrid"}, {"flux.queuePolicy=conservative"}} {
 		t.Run(sched[0], func(t *testing.T) {
 			t.Parallel()

@@ -149,6 +149,7 @@ var operatorCases = map[string]operatorCase{
 // and every container that ended exited 0. The chart's workers are stopped by the Job once the
 // lead succeeds (successPolicy): pods being deleted are not counted.
 func TestOperatorCases(t *testing.T) {
+	t.Parallel()
 	tarball, err := operatorsrc.Tarball(repoRoot)
 	if err != nil {
 		t.Fatal(err)
