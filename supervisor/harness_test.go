@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/minicluster/minicluster/internal/fakeflux"
 	"github.com/stretchr/testify/require"
 )
 
@@ -174,7 +174,7 @@ func newPod(t *testing.T, o podOptions) *pod {
 		bin = p.root + "/mnt/flux/view/bin"
 	case "image":
 		p.env["MINICLUSTER_FLUX_VIEW_ROOT"] = p.root + "/mnt/flux"
-		bin = layOutViewImage(t, p.root+"/mnt/flux") + "/bin"
+		bin = fakeflux.LayOutViewImage(t, p.root+"/mnt/flux") + "/bin"
 	case "none":
 		p.env["MINICLUSTER_FLUX_VIEW_IMAGE"] = ""
 	}
@@ -197,22 +197,8 @@ func newPod(t *testing.T, o podOptions) *pod {
 	p.write(t, "/usr/local/sbin/flux", "#!/bin/sh\necho wrapper >> "+p.fake+"/wrapper\nexit 99\n", 0o755)
 	// Fluxion beside flux-core, as in a spack view (or an image's Flux prefix).
 	p.fluxRoot = filepath.Dir(bin)
-	modprobe := filepath.Join(p.fluxRoot, "etc/flux/modprobe/modprobe.d")
-	require.NoError(t, os.MkdirAll(modprobe, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(modprobe, "fluxion.toml"), []byte("[[modules]]\n"), 0o644))
+	fakeflux.AddFluxion(t, p.fluxRoot)
 	return p
-}
-
-// layOutViewImage lays out the real flux-view layout under an image volume's root and returns
-// its view tree: /opt/view -> views/view (relative) -> /opt/views/._view/HASH (absolute, so
-// relative to the image's root, not the pod's).
-func layOutViewImage(t *testing.T, root string) string {
-	t.Helper()
-	tree := root + "/opt/views/._view/we5objnsiatpq6byzpmusld4dbiclpmt"
-	require.NoError(t, os.MkdirAll(tree, 0o755))
-	require.NoError(t, os.Symlink("views/view", root+"/opt/view"))
-	require.NoError(t, os.Symlink("/opt/views/._view/we5objnsiatpq6byzpmusld4dbiclpmt", root+"/opt/views/view"))
-	return tree
 }
 
 // write writes a file under the pod's root and returns its path.
@@ -303,23 +289,7 @@ func (p *pod) cannotStart(t *testing.T, want ...string) {
 }
 
 // calls lists the fake flux's calls in order, each as its arguments.
-func (p *pod) calls(t *testing.T) [][]string {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(p.fake, "calls", "*"))
-	require.NoError(t, err)
-	sort.Slice(files, func(i, j int) bool {
-		a, _ := strconv.Atoi(filepath.Base(files[i]))
-		b, _ := strconv.Atoi(filepath.Base(files[j]))
-		return a < b
-	})
-	var calls [][]string
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		require.NoError(t, err)
-		calls = append(calls, strings.Split(strings.TrimSuffix(string(b), "\n"), "\n"))
-	}
-	return calls
-}
+func (p *pod) calls(t *testing.T) [][]string { return fakeflux.Calls(t, p.fake) }
 
 // call is the first call whose first argument is cmd (nil if none).
 func (p *pod) call(t *testing.T, cmd string) []string {
@@ -346,21 +316,7 @@ func (p *pod) brokerRuns(t *testing.T) [][]string {
 // brokerEnv is the environment run k of the fake broker had.
 func (p *pod) brokerEnv(t *testing.T, k int) map[string]string {
 	t.Helper()
-	return readEnv(t, filepath.Join(p.fake, fmt.Sprintf("env.%d", k)))
-}
-
-// readEnv reads an environment the fake wrote with env(1): one NAME=value a line.
-func readEnv(t *testing.T, path string) map[string]string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	env := map[string]string{}
-	for _, l := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(l, "="); ok {
-			env[k] = v
-		}
-	}
-	return env
+	return fakeflux.ReadEnv(t, filepath.Join(p.fake, fmt.Sprintf("env.%d", k)))
 }
 
 // signalsSeen is what the fake broker's trap noted.

@@ -206,20 +206,3 @@ func podCostIdleCPU(b *testing.B) float64 {
 	time.Sleep(podCostIdle)
 	return cpu.stop(b)[cpuKubernetes] / podCostIdle.Seconds()
 }
-
-// readyPods counts the pods of ns that selector selects and whose Ready condition is true.
-func readyPods(ns, selector string) (int, error) {
-	pods, err := kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: selector})
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, p := range pods.Items {
-		for _, cond := range p.Status.Conditions {
-			if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
-				n++
-			}
-		}
-	}
-	return n, nil
-}

@@ -372,10 +372,8 @@ func waitReadyThenFluxUp(t testing.TB, ns, release string, size, maxSize int, wi
 		}
 		ready := 0
 		for _, p := range pods {
-			for _, c := range p.Status.Conditions {
-				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-					ready++
-				}
+			if podReady(p) {
+				ready++
 			}
 		}
 		return ready == size, fmt.Sprintf("%d of %d Ready", ready, size)

@@ -6,13 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/minicluster/minicluster/internal/fakeflux"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
@@ -110,7 +110,7 @@ func newPod(t *testing.T, opts helmtest.Options, index int) *pod {
 				view = moved(e.Value)
 			}
 			if e.Name == "MINICLUSTER_FLUX_VIEW_ROOT" && e.Value != "" {
-				view = layOutViewImage(t, moved(e.Value))
+				view = fakeflux.LayOutViewImage(t, moved(e.Value))
 			}
 		}
 	}
@@ -129,22 +129,8 @@ func newPod(t *testing.T, opts helmtest.Options, index int) *pod {
 	require.NoError(t, os.WriteFile(filepath.Join(bin, "flux"), []byte(strings.ReplaceAll(fakeFlux, "@FAKE@", p.fake)), 0o755))
 	// Fluxion beside flux-core, as in a spack view (or an image's Flux prefix).
 	p.fluxRoot = filepath.Dir(bin)
-	modprobe := filepath.Join(p.fluxRoot, "etc/flux/modprobe/modprobe.d")
-	require.NoError(t, os.MkdirAll(modprobe, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(modprobe, "fluxion.toml"), []byte("[[modules]]\n"), 0o644))
+	fakeflux.AddFluxion(t, p.fluxRoot)
 	return p
-}
-
-// layOutViewImage lays out the real flux-view layout under an image volume's root and returns
-// its view tree: /opt/view -> views/view (relative) -> /opt/views/._view/HASH (absolute, so
-// relative to the image's root, not the pod's).
-func layOutViewImage(t *testing.T, root string) string {
-	t.Helper()
-	tree := root + "/opt/views/._view/we5objnsiatpq6byzpmusld4dbiclpmt"
-	require.NoError(t, os.MkdirAll(tree, 0o755))
-	require.NoError(t, os.Symlink("views/view", root+"/opt/view"))
-	require.NoError(t, os.Symlink("/opt/views/._view/we5objnsiatpq6byzpmusld4dbiclpmt", root+"/opt/views/view"))
-	return tree
 }
 
 // write writes a file under the pod's root and returns its path.
@@ -157,23 +143,7 @@ func (p *pod) write(t *testing.T, path, content string, mode os.FileMode) string
 }
 
 // calls lists the fake flux's calls in order, each as its arguments.
-func (p *pod) calls(t *testing.T) [][]string {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(p.fake, "calls", "*"))
-	require.NoError(t, err)
-	sort.Slice(files, func(i, j int) bool {
-		a, _ := strconv.Atoi(filepath.Base(files[i]))
-		b, _ := strconv.Atoi(filepath.Base(files[j]))
-		return a < b
-	})
-	var calls [][]string
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		require.NoError(t, err)
-		calls = append(calls, strings.Split(strings.TrimSuffix(string(b), "\n"), "\n"))
-	}
-	return calls
-}
+func (p *pod) calls(t *testing.T) [][]string { return fakeflux.Calls(t, p.fake) }
 
 // envValue is the value of an environment variable of the pod.
 func (p *pod) envValue(t *testing.T, name string) string {
@@ -186,25 +156,6 @@ func (p *pod) envValue(t *testing.T, name string) string {
 	t.Fatalf("the pod has no %s", name)
 	return ""
 }
-
-// The helpers beside the broker: the entrypoint waits for each one's .ready, ends on .invalid
-// (exit 78: the Job fails) or .failed (exit 1), and holds each one's FIFO .alive open while it
-// readEnv reads an environment the fakes wrote with env(1): one NAME=value a line.
-func readEnv(t *testing.T, path string) map[string]string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	env := map[string]string{}
-	for _, l := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(l, "="); ok {
-			env[k] = v
-		}
-	}
-	return env
-}
-
-// The scheduler: Fluxion's modprobe files and modules from the prefix of the Flux the pod runs
-// (the view here), or a message naming what is missing; sched-simple needs nothing.
 
 // The flux wrapper users run with kubectl exec waits for the helpers beside the broker: flux's
 // python must not write byte code into a view that is still being copied. A helper that failed
@@ -267,7 +218,7 @@ func (p *pod) plainFlux(t *testing.T, args ...string) (int, string) {
 // callEnv is the environment of call n of the fake flux.
 func (p *pod) callEnv(t *testing.T, n int) map[string]string {
 	t.Helper()
-	return readEnv(t, filepath.Join(p.fake, "envs", strconv.Itoa(n)))
+	return fakeflux.ReadEnv(t, filepath.Join(p.fake, "envs", strconv.Itoa(n)))
 }
 
 // Plain `flux` in any broker pod (kubectl exec) runs the view's Flux or the image's, whichever
