@@ -186,18 +186,10 @@ func newPod(t *testing.T, o podOptions) *pod {
 		}
 	}
 	// The helpers beside the broker have done their part.
-	for _, dir := range strings.Fields(p.env["MINICLUSTER_HELPERS"]) {
-		require.NoError(t, os.MkdirAll(dir, 0o755))
-		require.NoError(t, syscall.Mkfifo(filepath.Join(dir, ".alive"), 0o666))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, ".ready"), nil, 0o444))
-	}
-	require.NoError(t, os.MkdirAll(bin, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(bin, "flux"), []byte(strings.ReplaceAll(fakeFlux, "@FAKE@", p.fake)), 0o755))
+	fakeflux.HelpersReady(t, strings.Fields(p.env["MINICLUSTER_HELPERS"]))
+	p.fluxRoot = fakeflux.Install(t, bin, fakeFlux, p.fake)
 	// The chart's flux wrapper, first on PATH as in an image: never the one to run.
 	p.write(t, "/usr/local/sbin/flux", "#!/bin/sh\necho wrapper >> "+p.fake+"/wrapper\nexit 99\n", 0o755)
-	// Fluxion beside flux-core, as in a spack view (or an image's Flux prefix).
-	p.fluxRoot = filepath.Dir(bin)
-	fakeflux.AddFluxion(t, p.fluxRoot)
 	return p
 }
 

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -27,9 +28,31 @@ func LayOutViewImage(t testing.TB, root string) string {
 	return tree
 }
 
-// AddFluxion puts Fluxion's modprobe file under a Flux prefix, as a spack view (or an image's
+// HelpersReady makes each helper directory look as the helpers beside the broker leave it once
+// they have done their part: the FIFO .alive the broker's side holds open, and .ready.
+func HelpersReady(t testing.TB, dirs []string) {
+	t.Helper()
+	for _, dir := range dirs {
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		require.NoError(t, syscall.Mkfifo(filepath.Join(dir, ".alive"), 0o666))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, ".ready"), nil, 0o444))
+	}
+}
+
+// Install writes the stand-in flux (script, its record directory in place of @FAKE@) into
+// bin, and Fluxion's modprobe file into the Flux prefix above bin; it returns that prefix.
+func Install(t testing.TB, bin, script, fake string) string {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(bin, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "flux"), []byte(strings.ReplaceAll(script, "@FAKE@", fake)), 0o755))
+	prefix := filepath.Dir(bin)
+	addFluxion(t, prefix)
+	return prefix
+}
+
+// addFluxion puts Fluxion's modprobe file under a Flux prefix, as a spack view (or an image's
 // Flux prefix) has it beside flux-core.
-func AddFluxion(t testing.TB, prefix string) {
+func addFluxion(t testing.TB, prefix string) {
 	t.Helper()
 	modprobe := filepath.Join(prefix, "etc/flux/modprobe/modprobe.d")
 	require.NoError(t, os.MkdirAll(modprobe, 0o755))

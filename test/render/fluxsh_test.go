@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -115,21 +114,13 @@ func newPod(t *testing.T, opts helmtest.Options, index int) *pod {
 		}
 	}
 	// The helpers beside the broker (the keys step, the copy of the view) have done their part.
-	for _, dir := range strings.Fields(p.envValue(t, "MINICLUSTER_HELPERS")) {
-		require.NoError(t, os.MkdirAll(dir, 0o755))
-		require.NoError(t, syscall.Mkfifo(filepath.Join(dir, ".alive"), 0o666))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, ".ready"), nil, 0o444))
-	}
+	fakeflux.HelpersReady(t, strings.Fields(p.envValue(t, "MINICLUSTER_HELPERS")))
 	// Flux comes from the view when there is one, as in the pod; else from PATH.
 	bin := p.root + "/bin"
 	if view != "" {
 		bin = view + "/bin"
 	}
-	require.NoError(t, os.MkdirAll(bin, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(bin, "flux"), []byte(strings.ReplaceAll(fakeFlux, "@FAKE@", p.fake)), 0o755))
-	// Fluxion beside flux-core, as in a spack view (or an image's Flux prefix).
-	p.fluxRoot = filepath.Dir(bin)
-	fakeflux.AddFluxion(t, p.fluxRoot)
+	p.fluxRoot = fakeflux.Install(t, bin, fakeFlux, p.fake)
 	return p
 }
 
