@@ -18,21 +18,24 @@ import (
 // podCostStep is one pod shape of BenchmarkPodCost: the bare floor pod with the broker pod's
 // parts added one at a time, in the order below, each keeping those before it.
 type podCostStep struct {
-	name, what string
-	add        func(spec *corev1.PodSpec, ns string)
+	name string
+	add  func(spec *corev1.PodSpec)
 }
 
 // The parts of a broker pod, as the chart renders it with its default values (docs/
 // architecture.md, "A broker pod"), without Flux: every container only waits.
 var podCostSteps = []podCostStep{
-	{"floor", "a bare pod: one container, the default service account token", func(*corev1.PodSpec, string) {}},
-	{"container", "+ a second container (the keys sidecar's place)", func(spec *corev1.PodSpec, _ string) {
+	// a bare pod: one container, the default service account token
+	{"floor", func(spec *corev1.PodSpec) {}},
+	// + a second container (the keys sidecar's place)
+	{"container", func(spec *corev1.PodSpec) {
 		spec.Containers = append(spec.Containers, corev1.Container{
 			Name: "keys", Image: testsImage, ImagePullPolicy: corev1.PullIfNotPresent,
 			Command: []string{"/bin/sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"},
 		})
 	}},
-	{"volumes", "+ the chart's ConfigMap and emptyDir volumes, mounted as the chart mounts them", func(spec *corev1.PodSpec, _ string) {
+	// + the chart's ConfigMap and emptyDir volumes, mounted as the chart mounts them
+	{"volumes", func(spec *corev1.PodSpec) {
 		cm := func(name string) corev1.VolumeSource {
 			return corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}}}
 		}
@@ -55,14 +58,16 @@ var podCostSteps = []podCostStep{
 			corev1.VolumeMount{Name: "broker-config", MountPath: "/minicluster/config", ReadOnly: true},
 			corev1.VolumeMount{Name: "keys", MountPath: "/minicluster/keys"})
 	}},
-	{"image", "+ the view's image volume (flux.view.mode=image)", func(spec *corev1.PodSpec, _ string) {
+	// + the view's image volume (flux.view.mode=image)
+	{"image", func(spec *corev1.PodSpec) {
 		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "flux-view", VolumeSource: corev1.VolumeSource{
 			Image: &corev1.ImageVolumeSource{Reference: viewImage, PullPolicy: corev1.PullIfNotPresent}}})
 		spec.Containers[0].VolumeMounts = append(spec.Containers[0].VolumeMounts,
 			corev1.VolumeMount{Name: "flux-view", MountPath: "/mnt/flux", ReadOnly: true},
 			corev1.VolumeMount{Name: "flux-view", MountPath: "/opt/software", SubPath: "opt/software", ReadOnly: true})
 	}},
-	{"probes", "+ the startup (every 1 s) and readiness (every 5 s) probes, answered by the second container", func(spec *corev1.PodSpec, _ string) {
+	// + the startup (every 1 s) and readiness (every 5 s) probes, answered by the second container
+	{"probes", func(spec *corev1.PodSpec) {
 		// The keys sidecar answers the broker container's probes; here busybox's httpd does.
 		spec.Containers[1].Command = []string{"/bin/sh", "-c", "mkdir -p /tmp/www && echo ok >/tmp/www/readyz && exec httpd -f -p 8051 -h /tmp/www"}
 		get := corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(8051)}}
@@ -156,26 +161,21 @@ func podCostShape(b *testing.B, size, last int) podCost {
 		}},
 	}
 	for _, s := range podCostSteps[:last+1] {
-		s.add(&spec, ns)
+		s.add(&spec)
 	}
 	createFloorService(b, ns, "podcost")
-	var c podCost
-	cpu := startCPU(b)
-	start := time.Now()
-	if _, err := kube.BatchV1().Jobs(ns).Create(ctx, indexedJob("podcost", size, spec), metav1.CreateOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	// Listed by the Service means Ready: the Service publishes not-ready addresses, but an
-	// endpoint's conditions say; floorReady counts the addresses, so wait for Ready too.
-	eventuallyFast(b, 10*time.Minute, fmt.Sprintf("%d %s pods running, ready and listed", size, podCostSteps[last].name), func() (bool, string) {
-		ok, why := floorReady(ns, "podcost", size)
-		ready, err := readyPods(ns, "job-name=podcost")
-		return ok && ready == size, fmt.Sprintf("%s, %d ready (%v)", why, ready, err)
+	c := measurePodCost(b, func() {
+		if _, err := kube.BatchV1().Jobs(ns).Create(ctx, indexedJob("podcost", size, spec), metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		// Listed by the Service is not Ready: the Service publishes not-ready addresses, and
+		// floorReady counts the addresses, so wait for Ready too.
+		eventuallyFast(b, 10*time.Minute, fmt.Sprintf("%d %s pods running, ready and listed", size, podCostSteps[last].name), func() (bool, string) {
+			ok, why := floorReady(ns, "podcost", size)
+			ready, err := readyPods(ns, "job-name=podcost")
+			return ok && ready == size, fmt.Sprintf("%s, %d ready (%v)", why, ready, err)
+		})
 	})
-	c.up = time.Since(start)
-	c.cpu = cpu.stop(b)[cpuKubernetes]
-	c.parts = cpu.kubernetes()
-	c.idle = podCostIdleCPU(b)
 	deleteFloor(b, ns, "podcost", 5*time.Minute)
 	deleteNamespace(b, ns)
 	return c
@@ -186,17 +186,25 @@ func podCostShape(b *testing.B, size, last int) podCost {
 func podCostChart(b *testing.B, size int) podCost {
 	ns := newNamespace(b, "podcost-chart")
 	r := newRelease(b, ns, "flux-sample", helm4)
-	var c podCost
+	c := measurePodCost(b, func() {
+		r.install("--set", fmt.Sprintf("size=%d,maxSize=%d,flux.view.mode=image", size, size))
+		waitReadyThenFluxUp(b, ns, r.name, size, size, 10*time.Minute)
+	})
+	r.uninstall()
+	deleteNamespace(b, ns)
+	return c
+}
+
+// measurePodCost measures up (until every pod is up) and Kubernetes' CPU in that time, then
+// its CPU a second while the pods only wait.
+func measurePodCost(b *testing.B, up func()) podCost {
 	cpu := startCPU(b)
 	start := time.Now()
-	r.install("--set", fmt.Sprintf("size=%d,maxSize=%d,flux.view.mode=image", size, size))
-	waitReadyThenFluxUp(b, ns, r.name, size, size, 10*time.Minute)
-	c.up = time.Since(start)
+	up()
+	c := podCost{up: time.Since(start)}
 	c.cpu = cpu.stop(b)[cpuKubernetes]
 	c.parts = cpu.kubernetes()
 	c.idle = podCostIdleCPU(b)
-	r.uninstall()
-	deleteNamespace(b, ns)
 	return c
 }
 
