@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -36,7 +37,16 @@ func New(kubeconfig, userAgent string) (kubernetes.Interface, error) {
 		}
 	}
 	cfg.UserAgent = userAgent
+	Protobuf(cfg)
 	return kubernetes.NewForConfig(cfg)
+}
+
+// Protobuf makes cfg's clients talk protobuf, JSON where the API server has no protobuf (custom
+// resources): the API server encodes objects and watch events in it for a fraction of JSON's
+// CPU and bytes, and every broker pod's keys container lists and watches.
+func Protobuf(cfg *rest.Config) {
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 }
 
 // ContextNamespace is the namespace of the kubeconfig's current context ("default" when it

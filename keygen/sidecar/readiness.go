@@ -3,6 +3,7 @@ package sidecar
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -15,14 +16,54 @@ import (
 // its rc1, the scheduler's load included, done) and removed when the broker exits.
 const Online = ".online"
 
+// MaxHold bounds a probe's ?hold: the kubelet's timeout must be longer than the hold.
+const MaxHold = time.Minute
+
+// holdPoll is how often a held probe looks at Online: what it adds to the broker's readiness.
+const holdPoll = 100 * time.Millisecond
+
 // ServeReadiness answers the kubelet's readiness probe of the broker's container on addr:
 // GET /readyz is 200 while dir holds Online, 503 otherwise. An HTTP probe costs the node
-// nothing like an exec probe, which starts a process in the container every period. It
-// serves on ln until ctx ends.
+// nothing like an exec probe, which starts a process in the container every period.
+//
+// GET /readyz?hold=20s answers when Online appears or goes, or after the hold with the
+// answer it would have given at once. The kubelet asks again at once after a long answer, so
+// a probe that holds costs the kubelet one probe (and a failing one one Warning event) per
+// hold where nothing changes, instead of one a period, and answers within holdPoll of a
+// change. It serves on ln until ctx ends.
 func ServeReadiness(ctx context.Context, ln net.Listener, dir string) error {
+	online := func() bool {
+		_, err := os.Stat(filepath.Join(dir, Online))
+		return err == nil
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if _, err := os.Stat(filepath.Join(dir, Online)); err != nil {
+		var hold time.Duration
+		if h := r.URL.Query().Get("hold"); h != "" {
+			var err error
+			if hold, err = time.ParseDuration(h); err != nil || hold < 0 || hold > MaxHold {
+				http.Error(w, fmt.Sprintf("hold=%q: want a duration from 0s to %v, e.g. hold=20s", h, MaxHold), http.StatusBadRequest)
+				return
+			}
+		}
+		was := online()
+		if hold > 0 {
+			end := time.NewTimer(hold)
+			defer end.Stop()
+			tick := time.NewTicker(holdPoll)
+			defer tick.Stop()
+		held:
+			for online() == was {
+				select {
+				case <-end.C:
+					break held
+				case <-r.Context().Done():
+					return
+				case <-tick.C:
+				}
+			}
+		}
+		if !online() {
 			http.Error(w, "the broker is not online in Flux yet", http.StatusServiceUnavailable)
 			return
 		}

@@ -38,10 +38,10 @@ func BenchmarkAutoscale(b *testing.B) {
 		// The floor: the same growth of a Job, with nothing in its pods.
 		name := fmt.Sprintf("floor-%d", i)
 		createFloor(b, ns, name, 1)
-		eventuallyFast(b, 3*time.Minute, "the floor's pod runs", func() (bool, string) { return floorReady(ns, name, 1) })
+		waitFloorReady(b, ns, name, 1, 3*time.Minute)
 		start := time.Now()
 		resize(b, ns, name, 4)
-		eventuallyFast(b, 3*time.Minute, "the floor's 4 pods run", func() (bool, string) { return floorReady(ns, name, 4) })
+		waitFloorReady(b, ns, name, 4, 3*time.Minute)
 		floor += time.Since(start)
 		deleteJobAndService(b, ns, name)
 

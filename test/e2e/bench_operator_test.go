@@ -262,7 +262,7 @@ func operatorFloor(b *testing.B, size int, helm string) floorTimes {
 	start = time.Now()
 	createFloor(b, ns, "floor", size)
 	ready := func(n int) {
-		eventuallyFast(b, 3*time.Minute, "floor", func() (bool, string) { return floorReady(ns, "floor", n) })
+		waitFloorReady(b, ns, "floor", n, 3*time.Minute)
 	}
 	ready(size)
 	f.running = time.Since(start)

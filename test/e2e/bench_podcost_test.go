@@ -168,13 +168,9 @@ func podCostShape(b *testing.B, size, last int) podCost {
 		if _, err := kube.BatchV1().Jobs(ns).Create(ctx, indexedJob("podcost", size, spec), metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}
-		// Listed by the Service is not Ready: the Service publishes not-ready addresses, and
-		// floorReady counts the addresses, so wait for Ready too.
-		eventuallyFast(b, 10*time.Minute, fmt.Sprintf("%d %s pods running, ready and listed", size, podCostSteps[last].name), func() (bool, string) {
-			ok, why := floorReady(ns, "podcost", size)
-			ready, err := readyPods(ns, "job-name=podcost")
-			return ok && ready == size, fmt.Sprintf("%s, %d ready (%v)", why, ready, err)
-		})
+		// Listed by the Service is not Ready: the Service publishes not-ready addresses.
+		waitPodsReady(b, ns, "job-name=podcost", size, 10*time.Minute)
+		waitListed(b, ns, "podcost", size, 10*time.Minute)
 	})
 	deleteFloor(b, ns, "podcost", 5*time.Minute)
 	deleteNamespace(b, ns)

@@ -145,7 +145,7 @@ func scaleFloor(b *testing.B, size int) scaleTimes {
 	var t scaleTimes
 	ns := newNamespace(b, "scale-floor")
 	ready := func(n int) {
-		eventuallyFast(b, 5*time.Minute, fmt.Sprintf("%d floor pods running and listed", n), func() (bool, string) { return floorReady(ns, "floor", n) })
+		waitFloorReady(b, ns, "floor", n, 5*time.Minute)
 	}
 	cpu := startCPU(b)
 	start := time.Now()

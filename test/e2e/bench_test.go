@@ -46,44 +46,15 @@ func BenchmarkFloor(b *testing.B) {
 		ns := newNamespace(b, "floor")
 		start := time.Now()
 		createFloor(b, ns, "floor", benchSize)
-		eventuallyFast(b, 3*time.Minute, "every floor pod running and listed by the Service", func() (bool, string) {
-			return floorReady(ns, "floor", benchSize)
-		})
+		waitFloorReady(b, ns, "floor", benchSize, 3*time.Minute)
 		total += time.Since(start)
 	}
 	report(b, "s/floor", total)
 }
 
-// floorReady: size pods Running, and the Service's EndpointSlices list size addresses.
-func floorReady(ns, name string, size int) (bool, string) {
-	ctx := context.Background()
-	running, err := runningPods(ns, "job-name="+name)
-	if err != nil {
-		return false, err.Error()
-	}
-	slices, err := kube.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=" + name})
-	if err != nil {
-		return false, err.Error()
-	}
-	listed := 0
-	for _, s := range slices.Items {
-		for _, e := range s.Endpoints {
-			if len(e.Addresses) > 0 {
-				listed++
-			}
-		}
-	}
-	return running == size && listed == size, fmt.Sprintf("%d running, %d listed", running, listed)
-}
-
 // runningPods counts the pods of ns that selector selects and that run.
 func runningPods(ns, selector string) (int, error) {
 	return countPods(ns, selector, func(p corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
-}
-
-// readyPods counts the pods of ns that selector selects and whose Ready condition is true.
-func readyPods(ns, selector string) (int, error) {
-	return countPods(ns, selector, podReady)
 }
 
 func podReady(p corev1.Pod) bool {
@@ -127,7 +98,7 @@ func BenchmarkMiniCluster(b *testing.B) {
 		ns := newNamespace(b, "floor")
 		start := time.Now()
 		createFloor(b, ns, "floor", benchSize)
-		eventuallyFast(b, 3*time.Minute, "floor", func() (bool, string) { return floorReady(ns, "floor", benchSize) })
+		waitFloorReady(b, ns, "floor", benchSize, 3*time.Minute)
 		var run runTimes
 		run.floor = time.Since(start)
 		// The uninstall floor: the bare Job deleted as Helm deletes one, until its pods are gone.

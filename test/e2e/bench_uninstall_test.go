@@ -93,7 +93,7 @@ func removeRunning(b *testing.B, side string, size int) removal {
 
 // waitRunning waits until size pods of the bench's Job run and its Service lists them.
 func waitRunning(b *testing.B, ns string, size int) {
-	eventuallyFast(b, 5*time.Minute, fmt.Sprintf("%d pods running and listed", size), func() (bool, string) { return floorReady(ns, benchJob, size) })
+	waitFloorReady(b, ns, benchJob, size, 5*time.Minute)
 }
 
 // fluxlessChart writes a chart whose one template is the chart's manifest for this install

@@ -365,19 +365,7 @@ func waitFluxUpEvery(t testing.TB, ns, release string, size, maxSize int, within
 // which costs the kubelet, containerd and runc more than the broker pods themselves do.
 func waitReadyThenFluxUp(t testing.TB, ns, release string, size, maxSize int, within time.Duration) map[int]corev1.Pod {
 	t.Helper()
-	poll(t, within, 100*time.Millisecond, fmt.Sprintf("%d broker pods of %s Ready", size, release), func() (bool, string) {
-		pods, _, err := brokerPods(ns, release)
-		if err != nil {
-			return false, err.Error()
-		}
-		ready := 0
-		for _, p := range pods {
-			if podReady(p) {
-				ready++
-			}
-		}
-		return ready == size, fmt.Sprintf("%d of %d Ready", ready, size)
-	})
+	waitPodsReady(t, ns, brokerSelector(release).LabelSelector, size, within)
 	return waitFluxUpEvery(t, ns, release, size, maxSize, within, 200*time.Millisecond)
 }
 

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/minicluster/minicluster/internal/kubeclient"
 	"github.com/minicluster/minicluster/internal/repo"
 )
 
@@ -104,7 +105,10 @@ func setup() error {
 		return fmt.Errorf("KUBECONFIG=%s: %w; start a cluster with `make cluster-up` (or `make kind-up`)", kubeconfig, err)
 	}
 	restConfig.QPS, restConfig.Burst = 50, 100
-	if kube, err = kubernetes.NewForConfig(restConfig); err != nil {
+	// The typed client in protobuf, as the chart's programs talk (the dynamic ones stay JSON).
+	typed := rest.CopyConfig(restConfig)
+	kubeclient.Protobuf(typed)
+	if kube, err = kubernetes.NewForConfig(typed); err != nil {
 		return err
 	}
 	v, err := kube.Discovery().ServerVersion()
