@@ -26,11 +26,12 @@ const holdPoll = 100 * time.Millisecond
 // GET /readyz is 200 while dir holds Online, 503 otherwise. An HTTP probe costs the node
 // nothing like an exec probe, which starts a process in the container every period.
 //
-// GET /readyz?hold=20s answers when Online appears or goes, or after the hold with the
-// answer it would have given at once. The kubelet asks again at once after a long answer, so
-// a probe that holds costs the kubelet one probe (and a failing one one Warning event) per
-// hold where nothing changes, instead of one a period, and answers within holdPoll of a
-// change. It serves on ln until ctx ends.
+// GET /readyz?hold=20s, for the startup probe: a broker not online yet gets its answer when it
+// comes online, or 503 after the hold. The kubelet asks again at once after a long answer, so
+// while a broker bootstraps its node pays one probe, and writes one "probe failed" event, per
+// hold instead of one a period, and the pod starts within holdPoll of its broker. An online
+// broker is answered at once: the readiness probe asks without a hold. It serves on ln until
+// ctx ends.
 func ServeReadiness(ctx context.Context, ln net.Listener, dir string) error {
 	online := func() bool {
 		_, err := os.Stat(filepath.Join(dir, Online))
@@ -46,14 +47,13 @@ func ServeReadiness(ctx context.Context, ln net.Listener, dir string) error {
 				return
 			}
 		}
-		was := online()
-		if hold > 0 {
+		if hold > 0 && !online() {
 			end := time.NewTimer(hold)
 			defer end.Stop()
 			tick := time.NewTicker(holdPoll)
 			defer tick.Stop()
 		held:
-			for online() == was {
+			for !online() {
 				select {
 				case <-end.C:
 					break held

@@ -5,6 +5,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,18 +92,34 @@ const podCostIdle = 20 * time.Second
 //
 // CPU is counted where the cluster's nodes are processes of this machine (the local cluster).
 func BenchmarkPodCost(b *testing.B) {
+	// BENCH_POD_COST_COLUMNS: some of the columns (step names and chart), e.g. floor,chart.
+	all := append(podCostNames(), "chart")
+	columns := strings.Split(envOr("BENCH_POD_COST_COLUMNS", strings.Join(all, ",")), ",")
+	for _, c := range columns {
+		if !slices.Contains(all, c) {
+			b.Fatalf("BENCH_POD_COST_COLUMNS=%q: want some of %s", os.Getenv("BENCH_POD_COST_COLUMNS"), strings.Join(all, ","))
+		}
+	}
+	measured := func(name string) bool { return slices.Contains(columns, name) }
 	for _, size := range benchSizes(b, "BENCH_POD_COST_SIZES", "16,64") {
 		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
 			sums := map[string]podCost{}
 			for b.Loop() {
 				for i := range podCostSteps {
-					sums[podCostSteps[i].name] = sums[podCostSteps[i].name].plus(podCostShape(b, size, i))
+					if measured(podCostSteps[i].name) {
+						sums[podCostSteps[i].name] = sums[podCostSteps[i].name].plus(podCostShape(b, size, i))
+					}
 				}
-				sums["chart"] = sums["chart"].plus(podCostChart(b, size))
+				if measured("chart") {
+					sums["chart"] = sums["chart"].plus(podCostChart(b, size))
+				}
 			}
 			n := float64(b.N)
 			var line []string
-			for _, name := range append(podCostNames(), "chart") {
+			for _, name := range all {
+				if !measured(name) {
+					continue
+				}
 				c := sums[name]
 				metric(b, c.up.Seconds()/n, "s/"+name+"-up")
 				metric(b, c.cpu/n, "s/"+name+"-cpu")

@@ -497,7 +497,10 @@ func TestKeyMaterial(t *testing.T) {
 		probe := container(t, job, "flux").ReadinessProbe
 		require.NotNil(t, probe, "the broker container has a readiness probe")
 		require.NotNil(t, probe.HTTPGet, "an HTTP probe, not an exec one")
-		assert.Equal(t, "/readyz?hold=20s", probe.HTTPGet.Path, "a probe held until a change")
+		assert.Equal(t, "/readyz", probe.HTTPGet.Path)
+		startup := container(t, job, "flux").StartupProbe
+		require.NotNil(t, startup, "the broker container has a startup probe")
+		assert.Equal(t, "/readyz?hold=20s", startup.HTTPGet.Path, "the startup probe is held until the broker is online")
 		assert.Equal(t, 8051, probe.HTTPGet.Port.IntValue())
 		assert.Equal(t, corev1.StorageMediumMemory, volume(t, job, "keys").EmptyDir.Medium, "keys stay in memory")
 		// The API token reaches the keys step alone.
