@@ -52,20 +52,25 @@ func watchUntil[T runtime.Object](t testing.TB, within time.Duration, what strin
 	return got
 }
 
+// selected lists and watches with a client's List and Watch what selector selects.
+func selected[L runtime.Object](selector string, list func(context.Context, metav1.ListOptions) (L, error), watchWith func(context.Context, metav1.ListOptions) (watch.Interface, error)) *cache.ListWatch {
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = selector
+			return list(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = selector
+			return watchWith(ctx, o)
+		},
+	}
+}
+
 // watchPods waits until cond holds of the pods of ns that selector selects.
 func watchPods(t testing.TB, ns, selector string, within time.Duration, what string, cond func([]*corev1.Pod) (bool, string)) []*corev1.Pod {
 	t.Helper()
 	pods := kube.CoreV1().Pods(ns)
-	return watchUntil(t, within, what, &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = selector
-			return pods.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = selector
-			return pods.Watch(ctx, o)
-		},
-	}, &corev1.Pod{}, cond)
+	return watchUntil(t, within, what, selected(selector, pods.List, pods.Watch), &corev1.Pod{}, cond)
 }
 
 // waitPodsReady waits until n pods of ns that selector selects run and are Ready.
@@ -87,16 +92,7 @@ func waitListed(t testing.TB, ns, name string, n int, within time.Duration) {
 	t.Helper()
 	slices := kube.DiscoveryV1().EndpointSlices(ns)
 	selector := "kubernetes.io/service-name=" + name
-	watchUntil(t, within, fmt.Sprintf("the Service %s listing %d addresses", name, n), &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = selector
-			return slices.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = selector
-			return slices.Watch(ctx, o)
-		},
-	}, &discoveryv1.EndpointSlice{}, func(all []*discoveryv1.EndpointSlice) (bool, string) {
+	watchUntil(t, within, fmt.Sprintf("the Service %s listing %d addresses", name, n), selected(selector, slices.List, slices.Watch), &discoveryv1.EndpointSlice{}, func(all []*discoveryv1.EndpointSlice) (bool, string) {
 		listed := 0
 		for _, s := range all {
 			for _, e := range s.Endpoints {
