@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/kubectl/pkg/util/podutils"
 )
 
 // Options name the release whose MiniCluster Release waits for.
@@ -221,7 +222,7 @@ func look(ctx context.Context, client kubernetes.Interface, ns, selector string)
 			continue
 		}
 		switch {
-		case isReady(p):
+		case podutils.IsPodReady(&p):
 			ready++
 		case len(p.Spec.SchedulingGates) > 0:
 			held = append(held, p)
@@ -352,15 +353,6 @@ func imageVolume(p corev1.Pod, message string) (name, ref string) {
 
 func hasImageVolume(p corev1.Pod) bool {
 	return slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return v.Image != nil })
-}
-
-func isReady(p corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // podState is a short account of why a pod is not ready: its phase and the first waiting

@@ -54,31 +54,17 @@ func BenchmarkFloor(b *testing.B) {
 
 // runningPods counts the pods of ns that selector selects and that run.
 func runningPods(ns, selector string) (int, error) {
-	return countPods(ns, selector, func(p corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
-}
-
-func podReady(p corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-			return true
-		}
-	}
-	return false
-}
-
-// countPods counts the pods of ns that selector selects and that counts says yes of.
-func countPods(ns, selector string, counts func(corev1.Pod) bool) (int, error) {
 	pods, err := kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		return 0, err
 	}
-	n := 0
+	running := 0
 	for _, p := range pods.Items {
-		if counts(p) {
-			n++
+		if p.Status.Phase == corev1.PodRunning {
+			running++
 		}
 	}
-	return n, nil
+	return running, nil
 }
 
 func BenchmarkMiniCluster(b *testing.B) {

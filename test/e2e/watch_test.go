@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/kubectl/pkg/util/podutils"
 )
 
 // The waits below follow objects with one list and then a watch, where a poll lists every
@@ -79,7 +80,7 @@ func waitPodsReady(t testing.TB, ns, selector string, n int, within time.Duratio
 	watchPods(t, ns, selector, within, fmt.Sprintf("%d pods %s Ready", n, selector), func(pods []*corev1.Pod) (bool, string) {
 		ready := 0
 		for _, p := range pods {
-			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && podReady(*p) {
+			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && podutils.IsPodReady(p) {
 				ready++
 			}
 		}
