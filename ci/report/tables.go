@@ -163,6 +163,10 @@ var specs = []spec{
 		{"`flux submit --cc` in the Flux Operator's MiniCluster of the same size, jobs/s", "jobs/s-cc-operator"},
 		{"`flux bulksubmit` in the Flux Operator's MiniCluster, jobs/s", "jobs/s-bulksubmit-operator"},
 		{"`flux run` one after another in the Flux Operator's MiniCluster, jobs/s", "jobs/s-run-operator"},
+		{"CPU per job in the chart's MiniCluster (its brokers and job shells, the submitting commands in its lead, Kubernetes), ms", "cpu-ms/job"},
+		{"the same in the Flux Operator's MiniCluster, ms", "cpu-ms/job-operator"},
+		{"Kubernetes' part of it in the chart's MiniCluster, ms", "cpu-ms/job-kubernetes"},
+		{"Kubernetes' part of it in the Flux Operator's MiniCluster, ms", "cpu-ms/job-kubernetes-operator"},
 	}},
 	{key: "tuning", bench: "BenchmarkTuning", figures: "figure", run: "go test -tags e2e -run '^$' -bench Tuning -benchtime 2x ./test/e2e/", rows: tuningRows()},
 	{key: "kueue", bench: "BenchmarkKueue", run: "make kueue-up && go test -tags e2e -run '^$' -bench Kueue -benchtime 3x ./test/e2e/", rows: []row{

@@ -120,12 +120,13 @@ func BenchmarkThroughput(b *testing.B) {
 	scheduled := regexp.MustCompile(`(?m)^schedulers .*\b` + scheduler + `\b`)
 	for _, size := range benchSizes(b, "BENCH_THROUGHPUT_SIZES", "6,16") {
 		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
-			rates := map[string]map[string]float64{}
+			rates, cpu := map[string]map[string]float64{}, map[string]map[string]float64{}
 			iteration := 0
 			for b.Loop() {
 				for i := range sides {
 					side := sides[(i+iteration)%len(sides)]
-					out := throughputOf(b, side, op, size, jobs)
+					out, perJob := throughputOf(b, side, op, size, jobs)
+					cpu[side] = addSums(cpu[side], perJob)
 					if !scheduled.MatchString(out) {
 						b.Fatalf("%s at size %d did not schedule with %s:\n%s", side, size, scheduler, out)
 					}
@@ -152,16 +153,30 @@ func BenchmarkThroughput(b *testing.B) {
 				}
 				fmt.Println(line)
 			}
+			for _, side := range sides {
+				if cpu[side] == nil {
+					continue
+				}
+				suffix := ""
+				if side != "chart" {
+					suffix = "-" + side
+				}
+				metric(b, cpu[side]["all"]/n, "cpu-ms/job"+suffix)
+				metric(b, cpu[side][cpuKubernetes]/n, "cpu-ms/job-kubernetes"+suffix)
+				fmt.Printf("size %d, %s, CPU ms per job: %.1f, Kubernetes' part %.1f (kubelets %.1f)\n", size, side,
+					cpu[side]["all"]/n, cpu[side][cpuKubernetes]/n, cpu[side][kubeKubelet]/n)
+			}
 		})
 	}
 }
 
 // throughputOf runs throughputScript on one side at size, each in a namespace of its own, and
-// returns what it printed.
-func throughputOf(b *testing.B, side string, op operatorSide, size, jobs int) string {
+// returns what it printed and, on the chart's and the operator's side, the machine's CPU
+// milliseconds per job (jobsCPU).
+func throughputOf(b *testing.B, side string, op operatorSide, size, jobs int) (out string, perJob map[string]float64) {
 	ns := newNamespace(b, "throughput-"+side)
 	defer deleteNamespace(b, ns)
-	var out, stderr string
+	var stderr string
 	var err error
 	switch side {
 	case "chart":
@@ -169,8 +184,11 @@ func throughputOf(b *testing.B, side string, op operatorSide, size, jobs int) st
 		// BENCH_THROUGHPUT_SET: values of the chart's side other than the view mounted.
 		r.install("--set", fmt.Sprintf("size=%d,maxSize=%d,%s", size, size, envOr("BENCH_THROUGHPUT_SET", "flux.view.mode=image")))
 		pods := waitFluxUp(b, ns, r.name, size, size, 10*time.Minute)
+		cpu := startCPU(b)
 		out, stderr, err = chartThroughput(ns, pods[0].Name, jobs)
-		b.Logf("size %d, chart, in the lead:\n%s", size, out)
+		var line string
+		perJob, line = jobsCPU(b, cpu, jobs)
+		b.Logf("size %d, chart, in the lead:\n%s%s", size, out, line)
 		r.uninstall()
 	case "alone":
 		// On a node of the cluster's, as the chart's lead would be.
@@ -180,21 +198,52 @@ func throughputOf(b *testing.B, side string, op operatorSide, size, jobs int) st
 		}
 		out = fluxAlone(b, ns, nodes[0], size, jobs)
 		b.Logf("size %d, Flux alone:\n%s", size, out)
-		return out
+		return out, nil
 	case "operator":
 		op.create(b, ns, size, size, "")
 		lead := waitUp(b, op, ns, size)
+		cpu := startCPU(b)
 		// With the environment the operator writes for its users (flux-view.sh).
 		out, stderr, err = execInWithin(20*time.Minute, ns, lead, benchJob, "/bin/bash", "-c",
 			`. /mnt/flux/flux-view.sh && export FLUX_URI=$fluxsocket && `+throughputScript("flux", jobs))
-		b.Logf("size %d, operator, in the lead:\n%s", size, out)
+		var line string
+		perJob, line = jobsCPU(b, cpu, jobs)
+		b.Logf("size %d, operator, in the lead:\n%s%s", size, out, line)
 		op.remove(b, ns)
 		waitEmptyWithin(b, ns, sizedWait(size))
 	}
 	if err != nil {
 		b.Fatalf("%s, in the lead: %v\n%s%s", side, err, out, stderr)
 	}
-	return out
+	return out, perJob
+}
+
+// jobsCPU ends cpu's measure and returns the milliseconds of CPU per job of throughputScript:
+// of the MiniCluster's parts together ("all": Kubernetes, the brokers and what they start, and
+// the rest of its pods, which is where the submitting commands run), of each part and of
+// Kubernetes' components, with a line that says so (nil and "" without a meter). The rest of
+// the machine ("other") is left out of "all": it is whatever else ran meanwhile.
+func jobsCPU(b *testing.B, cpu *cpuMeter, jobs int) (map[string]float64, string) {
+	used := cpu.stop(b)
+	if used == nil {
+		return nil, ""
+	}
+	all := float64(2*jobs + jobs/10) // throughputScript's jobs: --cc, bulksubmit, a tenth by run
+	perJob := map[string]float64{}
+	line := "CPU ms per job:"
+	for _, part := range cpuParts {
+		perJob[part] = 1000 * used[part] / all
+		if part == cpuKubernetes || part == cpuFlux || part == cpuChart {
+			perJob["all"] += perJob[part]
+		}
+		line += fmt.Sprintf(" %s %.1f", part, perJob[part])
+	}
+	line += "; Kubernetes':"
+	for _, c := range []string{kubeKubelet, kubeRuntime, kubeAPI, kubeController, kubeNetwork} {
+		perJob[c] = 1000 * cpu.kubernetes()[c] / all
+		line += fmt.Sprintf(" %s %.1f", c, perJob[c])
+	}
+	return perJob, line + "\n"
 }
 
 // aloneConfig writes the parts of the chart's broker.toml that bear on jobs (the validators
