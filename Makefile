@@ -16,6 +16,12 @@ export CLUSTER_DIR ?= $(ROOT)/.cluster
 # too (Chart.yaml's version, appVersion and artifacthub.io/images, the Helm 4 plugin's
 # plugin.yaml, the project's image tags in values/), and `make lint` fails when one is stale.
 VERSION ?= $(shell cat VERSION)
+# One way to compile Go for everything here: the images' and the release's static binaries are
+# built with CGO_ENABLED=0 and -trimpath (internal/staticbuild, ci/release.sh), and Go's build
+# cache shares a package only between builds with the same settings, so the tests, go vet and
+# the tools use them too (a first run compiles the dependencies once instead of twice).
+export CGO_ENABLED ?= 0
+export GOFLAGS ?= -trimpath
 # Short, bounded fuzz runs that `make test` does (package:target).
 # Budgets in executions (pkg:Target:N), about 10 s each here: a duration -fuzztime can fail with a
 # spurious "context deadline exceeded" at its end on Go < 1.27 (golang/go#75804).
