@@ -138,11 +138,7 @@ func BenchmarkThroughput(b *testing.B) {
 			for _, way := range throughputWays {
 				line := fmt.Sprintf("size %d, %s, jobs/s:", size, way)
 				for _, side := range sides {
-					unit := "jobs/s-" + way
-					if side != "chart" {
-						unit += "-" + side
-					}
-					metric(b, rates[side][way]/n, unit)
+					metric(b, rates[side][way]/n, sideUnit("jobs/s-"+way, side))
 					line += fmt.Sprintf(" %s %.1f", side, rates[side][way]/n)
 				}
 				if alone := rates["alone"][way]; alone > 0 && rates["chart"] != nil {
@@ -157,17 +153,22 @@ func BenchmarkThroughput(b *testing.B) {
 				if cpu[side] == nil {
 					continue
 				}
-				suffix := ""
-				if side != "chart" {
-					suffix = "-" + side
-				}
-				metric(b, cpu[side]["all"]/n, "cpu-ms/job"+suffix)
-				metric(b, cpu[side][cpuKubernetes]/n, "cpu-ms/job-kubernetes"+suffix)
+				metric(b, cpu[side]["all"]/n, sideUnit("cpu-ms/job", side))
+				metric(b, cpu[side][cpuKubernetes]/n, sideUnit("cpu-ms/job-kubernetes", side))
 				fmt.Printf("size %d, %s, CPU ms per job: %.1f, Kubernetes' part %.1f (kubelets %.1f)\n", size, side,
 					cpu[side]["all"]/n, cpu[side][cpuKubernetes]/n, cpu[side][kubeKubelet]/n)
 			}
 		})
 	}
+}
+
+// sideUnit is a metric's unit for a side: the chart's as it is, another side's with its name
+// after it (jobs/s-cc, jobs/s-cc-operator).
+func sideUnit(unit, side string) string {
+	if side == "chart" {
+		return unit
+	}
+	return unit + "-" + side
 }
 
 // throughputOf runs throughputScript on one side at size, each in a namespace of its own, and
@@ -239,7 +240,7 @@ func jobsCPU(b *testing.B, cpu *cpuMeter, jobs int) (map[string]float64, string)
 		line += fmt.Sprintf(" %s %.1f", part, perJob[part])
 	}
 	line += "; Kubernetes':"
-	for _, c := range []string{kubeKubelet, kubeRuntime, kubeAPI, kubeController, kubeNetwork} {
+	for _, c := range kubeComponents {
 		perJob[c] = 1000 * cpu.kubernetes()[c] / all
 		line += fmt.Sprintf(" %s %.1f", c, perJob[c])
 	}
