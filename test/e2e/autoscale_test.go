@@ -110,9 +110,10 @@ func TestAutoscale(t *testing.T) {
 		waitJobSize(t, ns, r.name, 1, 15*time.Second+90*time.Second)
 
 		// A workflow's burst: 20 jobs of 1 to 4 nodes at once, with helm upgrades and a rollback
-		// while they run.
+		// while they run. Twenty flux submit commands, a Python start each: more than a minute at
+		// a load of 20.
 		burst := `for i in $(seq 0 19); do flux submit --quiet -N $((i % 4 + 1)) hostname; done`
-		if out, stderr, err := execIn(ns, lead, "flux", "sh", "-c", burst); err != nil {
+		if out, stderr, err := execInWithin(3*time.Minute, ns, lead, "flux", "sh", "-c", burst); err != nil {
 			t.Fatalf("the burst: %v %s %s", err, out, stderr)
 		}
 		waitJobSizeAtLeast(t, ns, r.name, 2, 2*time.Minute)
