@@ -20,6 +20,9 @@ VERSION ?= $(shell cat VERSION)
 # the tools use them too (a first run compiles the dependencies once instead of twice).
 export CGO_ENABLED ?= 0
 export GOFLAGS ?= -trimpath
+# make lint runs go vet with every analyzer (and -tags e2e); go test's own vet pass, a subset of
+# them, would work out its facts for every dependency again (about 50 s of a first run).
+GO_TEST := go test -vet=off
 # Short, bounded fuzz runs that `make test` does (package:target).
 # Budgets in executions (pkg:Target:N), about 10 s each here: a duration -fuzztime can fail with a
 # spurious "context deadline exceeded" at its end on Go < 1.27 (golang/go#75804).
@@ -112,7 +115,7 @@ ARM64_PROGRAMS := ./keygen/cmd/flux-keygen ./restapi/cmd/minicluster-api ./autos
 
 unit: ## unit, render, CLI and fuzz-corpus tests (go test ./...)
 	GOOS=linux GOARCH=arm64 go build $(ARM64_PROGRAMS)
-	go test ./...
+	$(GO_TEST) ./...
 
 lint: $(HELM3) $(HELM_DOCS) ## gofmt, go vet, helm lint of every values file, shellcheck; fails when a generated doc or version is stale
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt -w these files: $$unformatted" >&2; exit 1; fi
@@ -137,7 +140,7 @@ docs: $(HELM_DOCS) ## the chart's README.md (helm-docs, the values table from va
 	dot -Tsvg docs/architecture.dot -o docs/architecture.svg
 
 fuzz: ## short, bounded fuzz runs (FUZZ_TARGETS; FUZZ_EXECS overrides each budget)
-	for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; rest=$${t#*:}; go test -run='^$$' -fuzz="^$${rest%%:*}$$" -fuzztime=$${FUZZ_EXECS:-$${rest#*:}}x "$$pkg" || exit 1; done
+	for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; rest=$${t#*:}; $(GO_TEST) -run='^$$' -fuzz="^$${rest%%:*}$$" -fuzztime=$${FUZZ_EXECS:-$${rest#*:}}x "$$pkg" || exit 1; done
 
 # How many end-to-end tests run at once. Most of a test's time is spent waiting for Kubernetes
 # and Flux, so more than go test's default (one a core) shortens the run; -p 1 tests one
@@ -148,7 +151,7 @@ E2E_PARALLEL ?= 4
 # make e2e-kwok run them, so that nothing here skips for want of either.
 e2e: build tools images ## end-to-end tests against the cluster in KUBECONFIG (default: the local one), the Kueue and kwok ones aside
 	$(push-e2e)
-	CLUSTER_REGISTRY=$(E2E_REGISTRY) $(E2E_AUTH) KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout 70m -v -p 1 -parallel $(E2E_PARALLEL) -skip 'Kueue|Kwok' ./test/e2e/... ./keygen/kube/...
+	CLUSTER_REGISTRY=$(E2E_REGISTRY) $(E2E_AUTH) KUBECONFIG=$(E2E_KUBECONFIG) $(GO_TEST) -tags e2e -count=1 -timeout 70m -v -p 1 -parallel $(E2E_PARALLEL) -skip 'Kueue|Kwok' ./test/e2e/... ./keygen/kube/...
 
 # The simulated nodes of the scale tests: enough for 1,000 brokers by default (10 nodes of 110 pods).
 KWOK_NODES ?= 10
@@ -159,17 +162,17 @@ e2e-kwok: build tools ## the end-to-end tests at scale (E2E_KWOK_SIZE=1000 broke
 	@# Only the keygen image is pulled for real (its Job runs on the real node); the brokers' never are.
 	go run ./ci/images --out $(BIN)/images --version $(VERSION)
 	$(push-local)
-	CLUSTER_REGISTRY=$(LOCAL_REGISTRY) KUBECONFIG=$(CLUSTER_DIR)/kubeconfig MINICLUSTER_REQUIRE_KWOK=1 go test -tags e2e -count=1 -timeout 40m -v -run 'Kwok' ./test/e2e/...
+	CLUSTER_REGISTRY=$(LOCAL_REGISTRY) KUBECONFIG=$(CLUSTER_DIR)/kubeconfig MINICLUSTER_REQUIRE_KWOK=1 $(GO_TEST) -tags e2e -count=1 -timeout 40m -v -run 'Kwok' ./test/e2e/...
 
 e2e-kueue: build tools images ## the Kueue tests (queue.name) with real Flux on the local cluster: kueue-up, the tests, kueue-down (also when they fail)
 	bash ci/kueue/up.sh
 	$(push-local) && \
-	CLUSTER_REGISTRY=$(LOCAL_REGISTRY) KUBECONFIG=$(CLUSTER_DIR)/kubeconfig MINICLUSTER_REQUIRE_KUEUE=1 go test -tags e2e -count=1 -timeout 30m -v -run 'Kueue' ./test/e2e/...; \
+	CLUSTER_REGISTRY=$(LOCAL_REGISTRY) KUBECONFIG=$(CLUSTER_DIR)/kubeconfig MINICLUSTER_REQUIRE_KUEUE=1 $(GO_TEST) -tags e2e -count=1 -timeout 30m -v -run 'Kueue' ./test/e2e/...; \
 	rc=$$?; bash ci/kueue/down.sh; exit $$rc
 
 e2e-extra: build tools images ## tests run alone, on the local cluster: ten MiniClusters at once, a broker with a foreign certificate, a namespace of 64 brokers deleted, the API server, a kubelet and a containerd restarted under one
 	$(push-local)
-	CLUSTER_REGISTRY=$(LOCAL_REGISTRY) KUBECONFIG=$(CLUSTER_DIR)/kubeconfig go test -tags 'e2e extra' -count=1 -timeout 40m -v -run 'TestManyTenants|TestForeignCertificateRefused|TestNamespaceDeletedAt64|TestControlPlaneRestarts' ./test/e2e/
+	CLUSTER_REGISTRY=$(LOCAL_REGISTRY) KUBECONFIG=$(CLUSTER_DIR)/kubeconfig $(GO_TEST) -tags 'e2e extra' -count=1 -timeout 40m -v -run 'TestManyTenants|TestForeignCertificateRefused|TestNamespaceDeletedAt64|TestControlPlaneRestarts' ./test/e2e/
 
 # Each benchmark run writes its results (figures, command, runs, date, machine) to
 # BENCH_RESULTS, one JSON file a benchmark; ci/report writes docs/performance.md from them.
@@ -179,13 +182,13 @@ bench-e2e: build tools images ## timings on the cluster in KUBECONFIG with real 
 	bash ci/operator/build.sh
 	if [ -n "$(LOCAL_CLUSTER)" ] && [ "$(E2E_KUBECONFIG)" = "$(CLUSTER_DIR)/kubeconfig" ]; then bash ci/kwok/up.sh; fi
 	$(push-e2e)
-	CLUSTER_REGISTRY=$(E2E_REGISTRY) KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout 90m -run '^$$' -bench 'Floor|MiniCluster|HPC|MPI|Kwok|Operator|Uninstall|API|Autoscale' -benchtime $${BENCHTIME:-3x} ./test/e2e/...
+	CLUSTER_REGISTRY=$(E2E_REGISTRY) KUBECONFIG=$(E2E_KUBECONFIG) $(GO_TEST) -tags e2e -count=1 -timeout 90m -run '^$$' -bench 'Floor|MiniCluster|HPC|MPI|Kwok|Operator|Uninstall|API|Autoscale' -benchtime $${BENCHTIME:-3x} ./test/e2e/...
 	@# Sizes 6 to 64 and the overlay shapes at 64, once each (BENCH_SIZES, BENCH_TOPOLOGIES).
-	CLUSTER_REGISTRY=$(E2E_REGISTRY) KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout 90m -run '^$$' -bench 'Scale|Topology|Throughput|Metrics|PodCost' -benchtime $${BENCH_SCALE_TIME:-1x} ./test/e2e/...
+	CLUSTER_REGISTRY=$(E2E_REGISTRY) KUBECONFIG=$(E2E_KUBECONFIG) $(GO_TEST) -tags e2e -count=1 -timeout 90m -run '^$$' -bench 'Scale|Topology|Throughput|Metrics|PodCost' -benchtime $${BENCH_SCALE_TIME:-1x} ./test/e2e/...
 	@# Kueue's admission: on the local cluster Kueue is started for it and removed after (also on failure).
 	local=$(if $(and $(LOCAL_CLUSTER),$(filter $(CLUSTER_DIR)/kubeconfig,$(E2E_KUBECONFIG))),yes); \
 	if [ -n "$$local" ]; then bash ci/kueue/up.sh || exit 1; fi; \
-	CLUSTER_REGISTRY=$(E2E_REGISTRY) KUBECONFIG=$(E2E_KUBECONFIG) go test -tags e2e -count=1 -timeout 30m -run '^$$' -bench 'Kueue' -benchtime $${BENCHTIME:-3x} ./test/e2e/...; \
+	CLUSTER_REGISTRY=$(E2E_REGISTRY) KUBECONFIG=$(E2E_KUBECONFIG) $(GO_TEST) -tags e2e -count=1 -timeout 30m -run '^$$' -bench 'Kueue' -benchtime $${BENCHTIME:-3x} ./test/e2e/...; \
 	rc=$$?; if [ -n "$$local" ]; then bash ci/kueue/down.sh; fi; exit $$rc
 	$(MAKE) --no-print-directory report
 

@@ -2,14 +2,16 @@
 # build.sh builds the local cluster's binaries from the Go module proxy, once per version:
 # kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy and kubectl from
 # k8s.io/kubernetes, a slim CoreDNS, all static (CGO_ENABLED=0), and containerd with its runc shim
-# and ctr (Debian's containerd 1.6 cannot mount image volumes: flux.view.mode=image), kube-router
-# (its NetworkPolicy controller alone: ci/cluster/netpol.sh), into
+# and ctr (Debian's containerd 1.6 cannot mount image volumes: flux.view.mode=image), netpol
+# (kube-router's NetworkPolicy controller alone: ci/cluster/netpol/main.go, netpol.sh), into
 # $MINICLUSTER_CACHE/k8s-$K8S_VERSION/bin (default cache: ~/.cache/minicluster). Binaries
 # already there are not built again, so a second run returns at once.
 #
 # k8s.io/kubernetes is not meant to be a dependency: its go.mod points its 31 staging modules
 # (k8s.io/api, client-go, ...) at ./staging/..., so a scratch module requires it and replaces
-# each of them with the same module at v0.MINOR.PATCH. CoreDNS gets a module of its own: its
+# each of them with the same module at v0.MINOR.PATCH. netpol is built in that module, on the
+# client libraries the Kubernetes binaries compiled (kube-router's requirements raise none of
+# their versions but go-openapi/jsonreference's patch level). CoreDNS gets a module of its own: its
 # newer etcd, gRPC and OpenTelemetry requirements would otherwise raise the versions the
 # Kubernetes binaries were released with.
 set -euo pipefail
@@ -31,7 +33,8 @@ CONTAINERD_STAMP=$BIN/.containerd-$CONTAINERD_VERSION
 # SIG Network's kube-network-policies needs the kernel's nftables queue (CONFIG_NFT_QUEUE), which
 # kernels built without it (such as the one these tests run on) refuse.
 KUBE_ROUTER_VERSION=${KUBE_ROUTER_VERSION:-v2.1.0}
-KUBE_ROUTER_STAMP=$BIN/.kube-router-$KUBE_ROUTER_VERSION
+NETPOL_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/netpol/main.go
+NETPOL_STAMP=$BIN/.netpol-$KUBE_ROUTER_VERSION-$(md5sum <"$NETPOL_SRC" | cut -c1-8)
 
 missing=()
 for c in "${K8S_COMMANDS[@]}"; do [[ -x $BIN/$c ]] || missing+=("$c"); done
@@ -39,10 +42,10 @@ need_coredns=true
 [[ -x $BIN/coredns && -f $COREDNS_STAMP ]] && need_coredns=false
 need_containerd=true
 [[ -f $CONTAINERD_STAMP ]] && need_containerd=false
-need_kube_router=true
-[[ -x $BIN/kube-router && -f $KUBE_ROUTER_STAMP ]] && need_kube_router=false
-if ((${#missing[@]} == 0)) && ! $need_coredns && ! $need_containerd && ! $need_kube_router; then
-	echo "build: cached Kubernetes $K8S_VERSION, CoreDNS $COREDNS_VERSION, containerd $CONTAINERD_VERSION and kube-router $KUBE_ROUTER_VERSION binaries in $BIN"
+need_netpol=true
+[[ -x $BIN/netpol && -f $NETPOL_STAMP ]] && need_netpol=false
+if ((${#missing[@]} == 0)) && ! $need_coredns && ! $need_containerd && ! $need_netpol; then
+	echo "build: cached Kubernetes $K8S_VERSION, CoreDNS $COREDNS_VERSION, containerd $CONTAINERD_VERSION and netpol (kube-router $KUBE_ROUTER_VERSION) binaries in $BIN"
 	exit 0
 fi
 command -v go >/dev/null || { echo "build: go not found on PATH; install Go >= 1.25" >&2; exit 1; }
@@ -53,8 +56,10 @@ staging_version=v0.$minor.${BASH_REMATCH[2]}
 start=$(date +%s)
 mkdir -p "$BIN"
 
-if ((${#missing[@]} > 0)); then
-	echo "build: ${missing[*]} $K8S_VERSION from the Go module proxy into $BIN (about 10 minutes on 2 cores, once)"
+targets=("${missing[@]}")
+$need_netpol && targets+=(netpol)
+if ((${#targets[@]} > 0)); then
+	echo "build: ${targets[*]} (Kubernetes $K8S_VERSION) from the Go module proxy into $BIN (about 8 minutes on 2 cores, once)"
 	mkdir -p "$WORK/src/k8s"
 	cd "$WORK/src/k8s"
 	rm -f go.mod go.sum
@@ -63,7 +68,7 @@ if ((${#missing[@]} > 0)); then
 	[[ -f $k8s_gomod ]] || { echo "build: could not download k8s.io/kubernetes@$K8S_VERSION" >&2; exit 1; }
 	mapfile -t staging < <(sed -n 's#^[[:space:]]*\(k8s\.io/[^[:space:]]*\) => \./staging/.*#\1#p' "$k8s_gomod")
 	((${#staging[@]} > 0)) || { echo "build: no staging replace lines in $k8s_gomod" >&2; exit 1; }
-	edits=(-require="k8s.io/kubernetes@$K8S_VERSION")
+	edits=(-require="k8s.io/kubernetes@$K8S_VERSION" -require="github.com/cloudnativelabs/kube-router/v2@$KUBE_ROUTER_VERSION")
 	for m in "${staging[@]}"; do edits+=(-replace="$m=$m@$staging_version"); done
 	go mod edit "${edits[@]}"
 	echo "build: ${#staging[@]} staging modules replaced by their $staging_version releases"
@@ -73,16 +78,20 @@ if ((${#missing[@]} > 0)); then
 		for c in "${K8S_COMMANDS[@]}"; do printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' "$c"; done
 		printf ')\n'
 	} >tools.go
+	mkdir -p cmd/netpol
+	sed '/^\/\/go:build ignore$/d' "$NETPOL_SRC" >cmd/netpol/main.go
 	progress "build: go mod tidy (Kubernetes)" "$WORK/logs/k8s-tidy.log" go mod tidy
 	# Without the version stamped in, the binaries report v0.0.0-master+$Format:%H$, which
 	# kubectl and Helm cannot parse.
 	ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor"
 	pkgs=()
 	for c in "${missing[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
+	$need_netpol && pkgs+=(./cmd/netpol)
 	rm -rf "$BIN/.tmp" && mkdir -p "$BIN/.tmp"
-	CGO_ENABLED=0 progress "build: go build ${missing[*]}" "$WORK/logs/k8s-build.log" \
+	CGO_ENABLED=0 progress "build: go build ${targets[*]}" "$WORK/logs/k8s-build.log" \
 		go build -trimpath -ldflags "$ldflags" -o "$BIN/.tmp/" "${pkgs[@]}"
 	mv "$BIN/.tmp/"* "$BIN/" && rmdir "$BIN/.tmp"
+	$need_netpol && touch "$NETPOL_STAMP"
 	"$BIN/kube-apiserver" --version
 	echo "build: Kubernetes binaries ready after $(($(date +%s) - start))s"
 fi
@@ -117,13 +126,5 @@ if $need_containerd; then
 	mv "$BIN/.tmp/"* "$BIN/" && rmdir "$BIN/.tmp"
 	touch "$CONTAINERD_STAMP"
 	"$BIN/containerd" --version
-fi
-if $need_kube_router; then
-	echo "build: kube-router $KUBE_ROUTER_VERSION from the Go module proxy"
-	rm -rf "$BIN/.tmp" && mkdir -p "$BIN/.tmp"
-	GOBIN=$BIN/.tmp CGO_ENABLED=0 progress "build: go install kube-router" "$WORK/logs/kube-router-build.log" \
-		go install -trimpath -ldflags "-s -w" "github.com/cloudnativelabs/kube-router/v2/cmd/kube-router@$KUBE_ROUTER_VERSION"
-	mv "$BIN/.tmp/kube-router" "$BIN/" && rmdir "$BIN/.tmp"
-	touch "$KUBE_ROUTER_STAMP"
 fi
 echo "build: done in $(($(date +%s) - start))s"

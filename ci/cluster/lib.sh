@@ -169,11 +169,10 @@ start_kubelet() {
 }
 start_kube_proxy() { start_in "$N_NS" "kube-proxy$N_SFX" "$CLUSTER_BIN/kube-proxy" --config="$CONF/kube-proxy$N_SFX.yaml"; }
 # start_netpol: node N_*'s NetworkPolicy enforcer (the reference bridge plugin enforces none):
-# kube-router's firewall alone, in the node's namespace, where the pods' bridge and kube-proxy's
-# rules are. It admits what comes from the node itself (the kubelet's probes).
+# kube-router's firewall alone (ci/cluster/netpol/main.go), in the node's namespace, where the
+# pods' bridge and kube-proxy's rules are. It admits what comes from the node itself (the
+# kubelet's probes).
 start_netpol() {
-	start_in "$N_NS" "netpol$N_SFX" env PATH="$CLUSTER_BIN:$PATH" "$CLUSTER_BIN/kube-router" \
-		--run-firewall=true --run-router=false --run-service-proxy=false --run-loadbalancer=false \
-		--enable-cni=false --enable-ibgp=false --kubeconfig="$KUBECONFIG_FILE" --hostname-override="$N_NAME" \
-		--health-port=0 --metrics-port=0 --iptables-sync-period=1m
+	start_in "$N_NS" "netpol$N_SFX" env PATH="$CLUSTER_BIN:$PATH" "$CLUSTER_BIN/netpol" \
+		--kubeconfig="$KUBECONFIG_FILE" --hostname-override="$N_NAME" --iptables-sync-period=1m
 }

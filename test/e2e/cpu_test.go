@@ -123,7 +123,7 @@ const (
 	kubeRuntime    = "runtime"     // containerd, its shims, runc, pause
 	kubeAPI        = "apiserver"   // kube-apiserver and etcd
 	kubeController = "controllers" // kube-controller-manager and kube-scheduler
-	kubeNetwork    = "network"     // kube-proxy, kube-router, CoreDNS, the CNI plugins
+	kubeNetwork    = "network"     // kube-proxy, netpol (kube-router's firewall), CoreDNS, the CNI plugins
 )
 
 // kubeComponent names the component a process of Kubernetes' part belongs to.
