@@ -98,8 +98,9 @@ func jobStateNote(ns, lead, id string) (string, error) {
 // scheduler's feasibility.check once for each shape of request in each of job-ingest's
 // validator workers (at most 4), not once for each job; a shape the scheduler refused is asked
 // again, and refused again with its reason. Counted by the requests Fluxion's feasibility
-// module received (`flux module stats`, whose own reading adds to the count: read twice first
-// to know by how much).
+// module received (`flux module stats`, whose own reading adds to the count: read until two
+// readings in a row add the same, to know by how much; the module was loaded again a moment
+// before, by checkTooLarge, and may still receive its first requests).
 func checkFeasibilityAskedPerShape(t *testing.T, ns, lead string, maxSize int) {
 	t.Helper()
 	const module = "sched-fluxion-feasibility"
@@ -111,9 +112,16 @@ func checkFeasibilityAskedPerShape(t *testing.T, ns, lead string, maxSize int) {
 		}
 		return n
 	}
-	before := received()
-	reading := received() - before
-	before += reading
+	before, reading := received(), -1
+	for i := 0; i < 10; i++ {
+		now := received()
+		added := now - before
+		before = now
+		if added == reading {
+			break
+		}
+		reading = added
+	}
 	const jobs = 20
 	if out, stderr, err := fluxIn(ns, lead, "submit", "--cc=1-"+strconv.Itoa(jobs), "--quiet", "--wait", "-N", "1", "true"); err != nil {
 		t.Fatalf("flux submit --cc=1-%d -N 1 true: %q %v %s", jobs, out, err, stderr)
