@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -14,23 +12,11 @@ import (
 // ./... (ARM64_PROGRAMS), so that this package's and ci/release's tests do not compile them
 // side by side. A program added here but not there would go back to being compiled twice.
 func TestMakefileCompilesEveryProgramForArm64(t *testing.T) {
-	root, err := repo.Root()
+	programs, err := repo.MakefileVar("ARM64_PROGRAMS")
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(root, "Makefile"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var listed []string
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "ARM64_PROGRAMS := "); ok {
-			listed = strings.Fields(rest)
-		}
-	}
-	if listed == nil {
-		t.Fatal("the Makefile has no line ARM64_PROGRAMS := ...")
-	}
+	listed := strings.Fields(programs)
 	const module = "github.com/minicluster/minicluster/"
 	var want []string
 	for image, pkg := range multiPlatform {

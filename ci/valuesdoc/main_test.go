@@ -3,11 +3,11 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/minicluster/minicluster/internal/helmtest"
+	"github.com/minicluster/minicluster/internal/repo"
 	"github.com/minicluster/minicluster/internal/tooltest"
 	"github.com/minicluster/minicluster/internal/valuesdoc"
 )
@@ -19,15 +19,11 @@ func helmDocs(t *testing.T) string {
 	if p := os.Getenv("HELM_DOCS"); p != "" {
 		return tooltest.File(t, p, "run `make tools`")
 	}
-	mk, err := os.ReadFile(filepath.Join(helmtest.Root(), "Makefile"))
-	if err != nil {
-		t.Fatal(err)
+	version, err := repo.MakefileVar("HELM_DOCS_VERSION")
+	if err != nil || version == "" || strings.ContainsAny(version, " \t") {
+		t.Fatalf("HELM_DOCS_VERSION in the Makefile: %q %v, want one word", version, err)
 	}
-	m := regexp.MustCompile(`(?m)^HELM_DOCS_VERSION := (\S+)$`).FindSubmatch(mk)
-	if m == nil {
-		t.Fatal("no HELM_DOCS_VERSION in the Makefile")
-	}
-	return tooltest.File(t, filepath.Join(helmtest.Root(), "bin", "tools", "helm-docs-"+string(m[1]), "helm-docs"),
+	return tooltest.File(t, filepath.Join(helmtest.Root(), "bin", "tools", "helm-docs-"+version, "helm-docs"),
 		"run `make tools` to build helm-docs, or set HELM_DOCS")
 }
 

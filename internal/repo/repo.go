@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 )
 
 // Root is the repository root: the nearest directory with go.mod at or above the working
@@ -22,4 +23,22 @@ func Root() (string, error) {
 			return "", fmt.Errorf("no go.mod at or above %s: run from inside the minicluster repository", wd)
 		}
 	}
+}
+
+// MakefileVar is the value of a simple variable of the repository's Makefile (a line
+// `NAME := value`), for the tests that check something against it.
+func MakefileVar(name string) (string, error) {
+	root, err := Root()
+	if err != nil {
+		return "", err
+	}
+	mk, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	if err != nil {
+		return "", err
+	}
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` := (.*)$`).FindSubmatch(mk)
+	if m == nil {
+		return "", fmt.Errorf("the Makefile has no line %s := ...", name)
+	}
+	return string(m[1]), nil
 }
