@@ -26,7 +26,7 @@ GO_TEST := go test -vet=off
 # Short, bounded fuzz runs that `make test` does (package:target).
 # Budgets in executions (pkg:Target:N), about 10 s each here: a duration -fuzztime can fail with a
 # spurious "context deadline exceeded" at its end on Go < 1.27 (golang/go#75804).
-FUZZ_TARGETS := ./keygen:FuzzParseCert:800000 ./postrender:FuzzRender:40000
+FUZZ_TARGETS := ./keygen:FuzzParseCert:800000 ./postrender/fuzz:FuzzRender:40000
 
 .PHONY: all help deps build tools flux images push push-keygen test unit lint fuzz e2e e2e-kwok e2e-kueue e2e-extra cluster-up cluster-down kind-up kwok-up kwok-down kueue-up kueue-down demo bench bench-e2e report release version docs
 

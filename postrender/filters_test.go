@@ -1,6 +1,8 @@
 package postrender
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -371,4 +373,16 @@ rules:
 			assert.Equal(t, c.want, out)
 		})
 	}
+}
+
+// TestSmallMiniClusterSeed: the fuzz test's seed (postrender/fuzz) is these objects as one
+// stream, and the post-renderer passes it through unchanged.
+func TestSmallMiniClusterSeed(t *testing.T) {
+	small := stream(brokerConfigYAML, serviceYAML, jobYAML)
+	seed, err := os.ReadFile(filepath.Join("fuzz", "testdata", "small-minicluster.yaml"))
+	require.NoError(t, err)
+	assert.Equal(t, small, string(seed), "postrender/fuzz/testdata/small-minicluster.yaml: write stream(brokerConfigYAML, serviceYAML, jobYAML) into it")
+	out, err := Render([]byte(small), Options{})
+	require.NoError(t, err)
+	assert.Equal(t, small, string(out))
 }

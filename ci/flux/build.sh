@@ -24,6 +24,7 @@
 #   version       the flux-core version;  versions  flux-core, flux-sched, flux-pmix versions
 #   build.log     the log of the build;  done  the marker
 #   lock          held by a running build (flock); work/  the build root while building
+#   layers/       the gzipped image layers ci/images makes of the tarballs, kept for its next run
 # A second run with the same source prints that it used the cache and does nothing else; a run
 # after a failure starts again at the step that failed (markers in work/).
 # At the end of a fresh build it runs ci/flux/check.sh on the outputs.

@@ -107,11 +107,21 @@ func buildFlux(cfg Config, log io.Writer) ([]Written, error) {
 	}
 	defer os.RemoveAll(tmp)
 	fmt.Fprintf(log, "images: layers from %s (flux-core %s)\n", dir, version)
-	base, _, err := rootfsLayer(filepath.Join(dir, fluxBaseTar), filepath.Join(tmp, "base.tar.gz"))
+	cache, err := newLayerCache(filepath.Join(dir, "layers"))
+	if err != nil {
+		fmt.Fprintf(log, "images: the layers are not kept for the next run (%v)\n", err)
+	}
+	layerOf := func(name string) (v1.Layer, []string, error) {
+		if cache != nil {
+			return cache.layer(filepath.Join(dir, name))
+		}
+		return rootfsLayer(filepath.Join(dir, name), filepath.Join(tmp, name+".gz"))
+	}
+	base, _, err := layerOf(fluxBaseTar)
 	if err != nil {
 		return nil, err
 	}
-	software, names, err := rootfsLayer(filepath.Join(dir, fluxSoftwareTar), filepath.Join(tmp, "software.tar.gz"))
+	software, names, err := layerOf(fluxSoftwareTar)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +139,7 @@ func buildFlux(cfg Config, log io.Writer) ([]Written, error) {
 	// mpi.tar only when the mpi image is wanted: `--only` without it needs no MPI build.
 	var mpi v1.Layer
 	if wantsMPI {
-		if mpi, _, err = rootfsLayer(filepath.Join(dir, fluxMPITar), filepath.Join(tmp, "mpi.tar.gz")); err != nil {
+		if mpi, _, err = layerOf(fluxMPITar); err != nil {
 			return nil, err
 		}
 	}
