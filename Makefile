@@ -17,11 +17,9 @@ VERSION ?= $(shell cat VERSION)
 # One way to compile Go for everything here: the images' and the release's static binaries are
 # built with CGO_ENABLED=0 and -trimpath (internal/staticbuild, ci/release.sh), and Go's build
 # cache shares a package only between builds with the same settings, so the tests, go vet and
-# the tools use them too (a first run compiles the dependencies once instead of twice). The
-# compiler writes no DWARF (-dwarf=false: a tenth less CPU; the images' binaries are stripped
-# anyway, and stack traces keep their files and lines): set GOFLAGS=-trimpath to debug with it.
+# the tools use them too (a first run compiles the dependencies once instead of twice).
 export CGO_ENABLED ?= 0
-export GOFLAGS ?= -trimpath -gcflags=all=-dwarf=false
+export GOFLAGS ?= -trimpath
 # make lint runs go vet with every analyzer (and -tags e2e); go test's own vet pass, a subset of
 # them, would work out its facts for every dependency again (about 50 s of a first run).
 GO_TEST := go test -vet=off

@@ -35,9 +35,6 @@ CONTAINERD_STAMP=$BIN/.containerd-$CONTAINERD_VERSION
 KUBE_ROUTER_VERSION=${KUBE_ROUTER_VERSION:-v2.1.0}
 NETPOL_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/netpol/main.go
 NETPOL_STAMP=$BIN/.netpol-$KUBE_ROUTER_VERSION-$(md5sum <"$NETPOL_SRC" | cut -c1-8)
-# Every binary is stripped (-s -w): the compiler need not write the DWARF the linker drops (a
-# tenth of the CPU of a build).
-NO_DWARF=-gcflags=all=-dwarf=false
 
 missing=()
 for c in "${K8S_COMMANDS[@]}"; do [[ -x $BIN/$c ]] || missing+=("$c"); done
@@ -92,7 +89,7 @@ if ((${#targets[@]} > 0)); then
 	$need_netpol && pkgs+=(./cmd/netpol)
 	rm -rf "$BIN/.tmp" && mkdir -p "$BIN/.tmp"
 	CGO_ENABLED=0 progress "build: go build ${targets[*]}" "$WORK/logs/k8s-build.log" \
-		go build -trimpath "$NO_DWARF" -ldflags "$ldflags" -o "$BIN/.tmp/" "${pkgs[@]}"
+		go build -trimpath -ldflags "$ldflags" -o "$BIN/.tmp/" "${pkgs[@]}"
 	mv "$BIN/.tmp/"* "$BIN/" && rmdir "$BIN/.tmp"
 	$need_netpol && touch "$NETPOL_STAMP"
 	"$BIN/kube-apiserver" --version
@@ -113,7 +110,7 @@ if $need_coredns; then
 		printf ')\n\nfunc main() { coremain.Run() }\n'
 	} >main.go
 	progress "build: go mod tidy (CoreDNS)" "$WORK/logs/coredns-tidy.log" go mod tidy
-	CGO_ENABLED=0 progress "build: go build coredns" "$WORK/logs/coredns-build.log" go build -trimpath "$NO_DWARF" -ldflags "-s -w" -o "$BIN/coredns.tmp" .
+	CGO_ENABLED=0 progress "build: go build coredns" "$WORK/logs/coredns-build.log" go build -trimpath -ldflags "-s -w" -o "$BIN/coredns.tmp" .
 	mv "$BIN/coredns.tmp" "$BIN/coredns"
 	touch "$COREDNS_STAMP"
 	"$BIN/coredns" -version | sed -n 1p
@@ -125,7 +122,7 @@ if $need_containerd; then
 	# Static, without the snapshotters that need cgo libraries; the cluster uses overlayfs.
 	rm -rf "$BIN/.tmp" && mkdir -p "$BIN/.tmp"
 	GOBIN=$BIN/.tmp CGO_ENABLED=0 progress "build: go install containerd" "$WORK/logs/containerd-build.log" \
-		go install -trimpath "$NO_DWARF" -ldflags "-s -w" -tags "no_btrfs no_zfs no_devmapper" "${pkgs[@]}"
+		go install -trimpath -ldflags "-s -w" -tags "no_btrfs no_zfs no_devmapper" "${pkgs[@]}"
 	mv "$BIN/.tmp/"* "$BIN/" && rmdir "$BIN/.tmp"
 	touch "$CONTAINERD_STAMP"
 	"$BIN/containerd" --version
