@@ -113,7 +113,12 @@ func buildFlux(cfg Config, log io.Writer) ([]Written, error) {
 	}
 	layerOf := func(name string) (v1.Layer, []string, error) {
 		if cache != nil {
-			return cache.layer(filepath.Join(dir, name))
+			l, names, err := cache.layer(filepath.Join(dir, name))
+			if err == nil {
+				return l, names, nil
+			}
+			// A cache this user cannot write (a build made by root) only costs the time.
+			fmt.Fprintf(log, "images: %s: not kept for the next run (%v)\n", name, err)
 		}
 		return rootfsLayer(filepath.Join(dir, name), filepath.Join(tmp, name+".gz"))
 	}

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -53,5 +55,28 @@ func TestLayerCache(t *testing.T) {
 	}
 	if leftovers, _ := filepath.Glob(filepath.Join(dir, "layers", ".new-*")); len(leftovers) > 0 {
 		t.Errorf("temporary directories left: %v", leftovers)
+	}
+}
+
+// TestBuildFluxWithoutItsLayerCache: a layer that cannot be kept (here a directory stands where
+// its file would go; for a user, a Flux build root made) is made in a temporary directory and
+// the image is written all the same, with a line saying so.
+func TestBuildFluxWithoutItsLayerCache(t *testing.T) {
+	dir := t.TempDir()
+	writeRootfs(t, filepath.Join(dir, fluxBaseTar), time.Now())
+	writeRootfs(t, filepath.Join(dir, fluxSoftwareTar), time.Now())
+	if err := os.MkdirAll(filepath.Join(dir, "layers", "base.tar.gz", "in-the-way"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	written, err := buildFlux(Config{Out: t.TempDir(), FluxDir: dir, Version: "1.0.0", Only: []string{"flux"}}, &log)
+	if err != nil || len(written) != 1 {
+		t.Fatalf("wrote %v, err %v; want the flux image\n%s", written, err, log.String())
+	}
+	if !strings.Contains(log.String(), "base.tar: not kept for the next run") {
+		t.Errorf("no line about the layer not kept:\n%s", log.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "layers", "software.tar.gz")); err != nil {
+		t.Errorf("the other layer was not kept: %v", err)
 	}
 }
