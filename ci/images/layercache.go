@@ -1,16 +1,15 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/minicluster/minicluster/internal/sources"
 )
 
 // layerCache keeps the gzipped layers made from a Flux build's root filesystem tarballs in
@@ -29,19 +28,14 @@ func newLayerCache(dir string) (*layerCache, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(exe)
+	program, err := sources.FileSHA256(exe)
 	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	return &layerCache{dir: dir, program: hex.EncodeToString(h.Sum(nil))}, nil
+	return &layerCache{dir: dir, program: program}, nil
 }
 
 // key identifies the layer src makes: its size, its modification time and the program.

@@ -155,18 +155,27 @@ func (s Source) Fetch(p Places, log io.Writer) (string, error) {
 	return cached, nil
 }
 
-// check refuses a file whose sha256 is not the pinned one.
-func (s Source) check(path string) error {
+// FileSHA256 is the sha256 of the file at path, in lower-case hex.
+func FileSHA256(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer f.Close()
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return "", fmt.Errorf("%s: %w", path, err)
 	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != s.SHA256 {
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// check refuses a file whose sha256 is not the pinned one.
+func (s Source) check(path string) error {
+	got, err := FileSHA256(path)
+	if err != nil {
+		return err
+	}
+	if got != s.SHA256 {
 		return fmt.Errorf("%s: sha256 %s, but %s pins %s for %s: not the pinned file; remove it, or put the pinned file there", path, got, ManifestPath, s.SHA256, s.Name)
 	}
 	return nil
