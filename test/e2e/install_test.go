@@ -3,19 +3,26 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 const wiringTimeout = 3 * time.Minute
@@ -372,6 +379,7 @@ func TestEphemeralExit(t *testing.T) {
 			t.Parallel()
 			ns := newNamespace(t, "exit-"+c.exit)
 			r := newRelease(t, ns, "flux-sample", helm4)
+			workers := watchWorkerEnds(t, ns, r.name)
 			r.install("--set", "size=3,job.backoffLimit=0,flux.ephemeralExit="+c.exit, "--set-string", "command="+c.command)
 			lead := waitLeadEnded(t, r, 3*time.Minute)
 			ended := time.Now()
@@ -391,7 +399,7 @@ func TestEphemeralExit(t *testing.T) {
 				}
 			}
 			if c.exit == "fast" && c.succeeds {
-				checkWorkersSucceeded(t, r)
+				checkWorkersSucceeded(t, r, workers, 3)
 			}
 			checkLeadPrintedHostnames(t, r, 3)
 			log := leadLog(t, r)
@@ -410,28 +418,134 @@ func TestEphemeralExit(t *testing.T) {
 	}
 }
 
-// checkWorkersSucceeded: after a fast exit of a command that succeeded, the workers' pods have
-// succeeded on their own (the lead ended their brokers), not been stopped by the Job (Failed,
-// 143).
-func checkWorkersSucceeded(t *testing.T, r *release) {
+// checkWorkersSucceeded: after a fast exit of a command that succeeded, every worker's pod
+// has succeeded on its own (the lead ended their brokers), not been stopped by the Job (Failed,
+// 143). A worker's pod that the kubelet reported after the Job had seen the lead's is deleted
+// by the Job even when it had ended on its own: such a worker is judged by what the watch saw
+// of it last.
+func checkWorkersSucceeded(t *testing.T, r *release, ends func() map[int]workerEnd, size int) {
 	t.Helper()
+	seen := ends()
 	pods, _, err := brokerPods(r.ns, r.name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, p := range pods {
-		if i == 0 {
+	for i := 1; i < size; i++ {
+		end, ok := seen[i]
+		if p, left := pods[i]; left && p.Name == end.pod.Name {
+			end.pod = p
+		} else if !ok {
+			t.Errorf("worker %d: no pod of it seen", i)
 			continue
 		}
-		log, _ := podLogs(r.ns, p.Name, "flux", 0)
-		if p.Status.Phase != corev1.PodSucceeded || !strings.Contains(log, "the worker is complete") {
-			t.Errorf("worker %d (%s): %s, %s; want it Succeeded, ended by the lead after the command:\n%s", i, p.Name, p.Status.Phase, containerStates(p), log)
+		if end.pod.Status.Phase != corev1.PodSucceeded || !strings.Contains(end.log, "the worker is complete") {
+			t.Errorf("worker %d (%s): %s, %s; want it Succeeded, ended by the lead after the command:\n%s", i, end.pod.Name, end.pod.Status.Phase, containerStates(end.pod), end.log)
 		}
 	}
-	// A worker whose pod the kubelet reported after the Job had seen the lead's is deleted by
-	// the Job, even when it had ended on its own: one at least must be left.
-	if len(pods) < 2 {
-		t.Errorf("%d broker pods left after the Job completed: no worker to check", len(pods))
+}
+
+// workerEnd is the last a watch saw of a worker's pod, and its broker's log.
+type workerEnd struct {
+	pod corev1.Pod
+	log string
+}
+
+// watchWorkerEnds watches the release's worker pods (index > 0) until the test ends, following
+// each one's broker log from the moment its container runs (the Job may delete a pod as soon as
+// it has ended), and returns a function that gives, by index, the last state seen of each and
+// its log up to its end.
+func watchWorkerEnds(t *testing.T, ns, release string) func() map[int]workerEnd {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	type followed struct {
+		done chan struct{}
+		log  *bytes.Buffer
+	}
+	var mu sync.Mutex
+	last := map[int]corev1.Pod{}
+	logs := map[string]followed{}
+	var broke error
+	// A watch that breaks is started again: under load the API server's watch cache can lag
+	// behind etcd ("Too large resource version"), and each new watch begins with every pod as
+	// it is now.
+	events := make(chan watch.Event)
+	go func() {
+		defer close(events)
+		for ctx.Err() == nil {
+			w, err := kube.CoreV1().Pods(ns).Watch(ctx, brokerSelector(release))
+			if err == nil {
+				for ev := range w.ResultChan() {
+					if ev.Type == watch.Error {
+						err = apierrors.FromObject(ev.Object)
+						break
+					}
+					events <- ev
+				}
+				w.Stop()
+			}
+			if err != nil && ctx.Err() == nil {
+				mu.Lock()
+				broke = fmt.Errorf("the watch of the broker pods in %s broke: %v", ns, err)
+				mu.Unlock()
+				time.Sleep(time.Second)
+			}
+		}
+	}()
+	go func() {
+		for ev := range events {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			i, err := strconv.Atoi(p.Labels[indexLabel])
+			if err != nil || i == 0 {
+				continue
+			}
+			started := false
+			for _, cs := range p.Status.ContainerStatuses {
+				started = started || (cs.Name == "flux" && (cs.State.Running != nil || cs.State.Terminated != nil))
+			}
+			mu.Lock()
+			last[i] = *p
+			if _, ok := logs[p.Name]; started && !ok {
+				f := followed{done: make(chan struct{}), log: &bytes.Buffer{}}
+				logs[p.Name] = f
+				go func(name string) {
+					defer close(f.done)
+					stream, err := kube.CoreV1().Pods(ns).GetLogs(name, &corev1.PodLogOptions{Container: "flux", Follow: true}).Stream(ctx)
+					if err != nil {
+						fmt.Fprintf(f.log, "(no log: %v)", err)
+						return
+					}
+					defer stream.Close()
+					_, _ = io.Copy(f.log, stream)
+				}(p.Name)
+			}
+			mu.Unlock()
+		}
+	}()
+	return func() map[int]workerEnd {
+		mu.Lock()
+		pods, follows := maps.Clone(last), maps.Clone(logs)
+		if broke != nil {
+			t.Logf("%v (watched again)", broke)
+		}
+		mu.Unlock()
+		ends := map[int]workerEnd{}
+		for i, p := range pods {
+			end := workerEnd{pod: p}
+			if f, ok := follows[p.Name]; ok {
+				select {
+				case <-f.done:
+					end.log = f.log.String()
+				case <-time.After(10 * time.Second):
+					end.log = "(its log had not ended 10 s later)"
+				}
+			}
+			ends[i] = end
+		}
+		return ends
 	}
 }
 
