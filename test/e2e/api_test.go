@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -225,8 +226,16 @@ func TestAPI(t *testing.T) {
 		t.Fatalf("the Secret %s-api lacks generated credentials", r.name)
 	}
 	c.waitAnswers()
+	// The first subtest that fails leaves the pods' logs and the events as they were then: the
+	// subtests after it replace the lead and uninstall.
+	dump := sync.OnceFunc(func() { dumpNamespace(t, ns) })
+	run := func(name string, f func(t *testing.T)) {
+		if !t.Run(name, f) {
+			dump()
+		}
+	}
 
-	t.Run("auth", func(t *testing.T) {
+	run("auth", func(t *testing.T) {
 		c.t = t
 		status, h, b := c.call("GET", "/v1/jobs", "", "", false)
 		if status != 401 || h.Get("WWW-Authenticate") == "" {
@@ -253,8 +262,8 @@ func TestAPI(t *testing.T) {
 	})
 
 	client := refClient(t)
-	t.Run("NOTES", func(t *testing.T) { checkAPINotes(t, r, client) })
-	t.Run("python library", func(t *testing.T) {
+	run("NOTES", func(t *testing.T) { checkAPINotes(t, r, client) })
+	run("python library", func(t *testing.T) {
 		c.t = t
 		script := `
 import json, time
@@ -301,7 +310,7 @@ print(json.dumps({"submit": sub, "info": info, "output": cli.output(jobid), "job
 		}
 	})
 
-	t.Run("python CLI", func(t *testing.T) {
+	run("python CLI", func(t *testing.T) {
 		c.t = t
 		sub := decode[map[string]any](t, []byte(c.python(client, "-c", cliMain, "submit", "--num_nodes", "2", "--num_tasks", "2", "hostname")))
 		id, _ := sub["id"].(string)
@@ -322,7 +331,7 @@ print(json.dumps({"submit": sub, "info": info, "output": cli.output(jobid), "job
 		}
 	})
 
-	t.Run("curl", func(t *testing.T) {
+	run("curl", func(t *testing.T) {
 		c.t = t
 		sub := decode[map[string]any](t, []byte(c.curl("-d", "command=hostname", "-d", "num_nodes=2", c.base+"/v1/jobs/submit")))
 		id := sub["id"].(string)
@@ -391,7 +400,7 @@ print(json.dumps({"submit": sub, "info": info, "output": cli.output(jobid), "job
 		t.Logf("20 quick jobs streamed, the slowest in %v", slowest.Round(time.Millisecond))
 	})
 
-	t.Run("cancel", func(t *testing.T) {
+	run("cancel", func(t *testing.T) {
 		c.t = t
 		id := decode[map[string]any](t, []byte(c.curl("-d", "command=sleep 600", c.base+"/v1/jobs/submit")))["id"].(string)
 		eventually(t, time.Minute, "job "+id+" running", func() (bool, string) {
@@ -408,7 +417,7 @@ print(json.dumps({"submit": sub, "info": info, "output": cli.output(jobid), "job
 		}
 	})
 
-	t.Run("bad input", func(t *testing.T) {
+	run("bad input", func(t *testing.T) {
 		c.t = t
 		before := len(decode[struct{ Jobs []map[string]any }](t, []byte(c.curl(c.base+"/v1/jobs"))).Jobs)
 		for _, tc := range []struct {
@@ -437,7 +446,7 @@ print(json.dumps({"submit": sub, "info": info, "output": cli.output(jobid), "job
 		}
 	})
 
-	t.Run("UI in Chromium", func(t *testing.T) {
+	run("UI in Chromium", func(t *testing.T) {
 		c.t = t
 		id := decode[map[string]any](t, []byte(c.curl("-d", "command=echo from-the-ui-test", c.base+"/v1/jobs/submit")))["id"].(string)
 		c.waitJob(id, time.Minute)
@@ -454,7 +463,7 @@ print(json.dumps({"submit": sub, "info": info, "output": cli.output(jobid), "job
 		t.Logf("screenshot of the jobs page: %s", shot)
 	})
 
-	t.Run("resize 2 to 4", func(t *testing.T) {
+	run("resize 2 to 4", func(t *testing.T) {
 		c.t = t
 		if _, err := r.upgrade("--set", "size=4"); err != nil {
 			t.Fatalf("resize to 4: %v", err)
@@ -467,7 +476,7 @@ print(json.dumps({"submit": sub, "info": info, "output": cli.output(jobid), "job
 		})
 	})
 
-	t.Run("lead replaced", func(t *testing.T) {
+	run("lead replaced", func(t *testing.T) {
 		lead := pods[0].Name
 		if err := kube.CoreV1().Pods(ns).Delete(context.Background(), lead, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
@@ -489,7 +498,7 @@ print(json.dumps({"submit": sub, "info": info, "output": cli.output(jobid), "job
 		})
 	})
 
-	t.Run("service stop", func(t *testing.T) {
+	run("service stop", func(t *testing.T) {
 		c := forwardAPI(t, r, 5000, "http") // the one of "lead replaced" ended with it
 		p, _, _ := brokerPods(ns, r.name)
 		lead := p[0]

@@ -497,7 +497,7 @@ func (o operatorSide) remove(b *testing.B, ns string) time.Duration {
 // lead's socket).
 func (operatorSide) up(ns, lead string) (int, error) {
 	out, stderr, err := execIn(ns, lead, benchJob, "/bin/bash", "-c",
-		`. /mnt/flux/flux-view.sh && FLUX_URI=$fluxsocket flux resource list --no-header --format '{state} {nnodes}'`)
+		`. /mnt/flux/flux-view.sh && FLUX_URI=$fluxsocket flux resource list --no-header --format '{state} {ranks}'`)
 	if err != nil {
 		return 0, fmt.Errorf("%v: %s", err, stderr)
 	}

@@ -26,6 +26,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/utils/ptr"
+
+	"github.com/minicluster/minicluster/internal/idset"
 )
 
 const indexLabel = "batch.kubernetes.io/job-completion-index"
@@ -268,7 +270,7 @@ func fluxIn(ns, pod string, args ...string) (string, string, error) {
 // nodeStates counts the nodes of `flux resource list` in the lead by state: up (free or
 // allocated) and down.
 func nodeStates(ns, lead string) (up, down int, err error) {
-	out, stderr, err := fluxIn(ns, lead, "resource", "list", "--no-header", "--format", "{state} {nnodes}")
+	out, stderr, err := fluxIn(ns, lead, "resource", "list", "--no-header", "--format", "{state} {ranks}")
 	if err != nil {
 		return 0, 0, fmt.Errorf("flux resource list in %s: %v: %s", lead, err, stderr)
 	}
@@ -302,22 +304,26 @@ func brokersOffline(ns, lead string) (size, offline int, err error) {
 	return size, offline, nil
 }
 
-// countStates adds up the nodes of `flux resource list --format '{state} {nnodes}'`: up (free
-// or allocated) and down.
+// countStates counts the nodes of `flux resource list --format '{state} {ranks}'`: up (free
+// or allocated) and down. By ranks, not by each line's node count: a node that runs a job on
+// some of its cores is on the free line and on the allocated one.
 func countStates(out string) (up, down int, err error) {
+	upRanks, downRanks := map[int]bool{}, map[int]bool{}
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-		var state string
-		var n int
-		if _, err := fmt.Sscan(l, &state, &n); err != nil {
-			return 0, 0, fmt.Errorf("flux resource list line %q: %v", l, err)
+		state, set, _ := strings.Cut(strings.TrimSpace(l), " ") // no ranks: none in that state
+		ranks, err := idset.Parse(set, 1<<20)
+		if state == "" || err != nil {
+			return 0, 0, fmt.Errorf("flux resource list line %q: want a state and its ranks (%v)", l, err)
 		}
-		if state == "down" {
-			down += n
-		} else {
-			up += n
+		for _, r := range ranks {
+			if state == "down" {
+				downRanks[r] = true
+			} else {
+				upRanks[r] = true
+			}
 		}
 	}
-	return up, down, nil
+	return len(upRanks), len(downRanks), nil
 }
 
 // waitFluxUp waits until exactly size broker pods run and Flux in the lead shows size nodes up
@@ -504,4 +510,20 @@ func jobConditions(cs []batchv1.JobCondition) string {
 		parts = append(parts, fmt.Sprintf("%s=%s(%s)", c.Type, c.Status, c.Reason))
 	}
 	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// TestCountStates: a node that runs a job on some of its cores is listed as free and as
+// allocated (flux-core 0.88's `flux resource list`); it counts once.
+func TestCountStates(t *testing.T) {
+	up, down, err := countStates("free 0-1\nallocated 1\ndown 2-3\n")
+	if err != nil || up != 2 || down != 2 {
+		t.Errorf("countStates: %d up, %d down, %v; want 2 up, 2 down", up, down, err)
+	}
+	up, down, err = countStates("free 0-3\nallocated \ndown \n")
+	if err != nil || up != 4 || down != 0 {
+		t.Errorf("countStates with empty states: %d up, %d down, %v; want 4 up, 0 down", up, down, err)
+	}
+	if _, _, err := countStates("free x-y\n"); err == nil {
+		t.Error("countStates took ranks that are not an idset")
+	}
 }
