@@ -33,7 +33,11 @@ func ParseJobID(s string) (uint64, error) {
 	}
 	switch {
 	case strings.HasPrefix(s, "ƒ"), strings.HasPrefix(s, "f"):
-		digits := strings.TrimPrefix(strings.TrimPrefix(s, "ƒ"), "f")
+		// One prefix, "ƒ" or else "f": the digits may begin with an f of their own (ƒfBHSL8P).
+		digits, found := strings.CutPrefix(s, "ƒ")
+		if !found {
+			digits = s[1:]
+		}
 		if digits == "" || len(digits) > 11 {
 			return 0, fmt.Errorf("%q is not a Flux job id", s)
 		}
