@@ -129,14 +129,17 @@ func checkFeasibilityAskedPerShape(t *testing.T, ns, lead string, maxSize int) {
 	if asked := received() - before - reading; asked < 1 || asked > 4 {
 		t.Errorf("%d jobs of one shape: the scheduler's feasibility check was asked %d times, want 1 to 4 (once in each validator worker)", jobs, asked)
 	}
-	before = received()
-	for i := 0; i < 2; i++ {
+	// Each submit of a refused shape asks the scheduler again (a refusal is not remembered).
+	// Counted submit by submit, at least once each: on a loaded machine a request from
+	// elsewhere has reached the module between the readings (3 where 2 were made).
+	for _, nth := range []string{"first", "second"} {
+		before = received()
 		out, stderr, err := fluxIn(ns, lead, "submit", "-N", strconv.Itoa(maxSize+1), "true")
 		if err == nil || !strings.Contains(strings.ToLower(stderr), "unsatisfiable request") {
-			t.Errorf("flux submit -N %d (more than maxSize) a %s time: %q %v %q; want it refused with the scheduler's reason", maxSize+1, []string{"first", "second"}[i], out, err, stderr)
+			t.Errorf("flux submit -N %d (more than maxSize) a %s time: %q %v %q; want it refused with the scheduler's reason", maxSize+1, nth, out, err, stderr)
 		}
-	}
-	if asked := received() - before - reading; asked != 2 {
-		t.Errorf("a refused shape submitted twice: the scheduler's feasibility check was asked %d times, want 2 (a refusal is not remembered)", asked)
+		if asked := received() - before - reading; asked < 1 {
+			t.Errorf("a refused shape submitted a %s time: the scheduler's feasibility check was asked %d times, want it asked (a refusal is not remembered)", nth, asked)
+		}
 	}
 }
