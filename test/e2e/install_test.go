@@ -20,9 +20,8 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
 )
 
 const wiringTimeout = 3 * time.Minute
@@ -450,10 +449,11 @@ type workerEnd struct {
 	log string
 }
 
-// watchWorkerEnds watches the release's worker pods (index > 0) until the test ends, following
-// each one's broker log from the moment its container runs (the Job may delete a pod as soon as
-// it has ended), and returns a function that gives, by index, the last state seen of each and
-// its log up to its end.
+// watchWorkerEnds follows the release's worker pods (index > 0) until the test ends, and each
+// one's broker log from the moment its container runs (the Job may delete a pod as soon as it
+// has ended); it returns a function that gives, by index, the last state seen of each and its
+// log up to its end. An informer: it lists and watches again by itself where a watch breaks (under
+// load the API server's watch cache can lag behind etcd: "Too large resource version").
 func watchWorkerEnds(t *testing.T, ns, release string) func() map[int]workerEnd {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -465,75 +465,58 @@ func watchWorkerEnds(t *testing.T, ns, release string) func() map[int]workerEnd 
 	var mu sync.Mutex
 	last := map[int]corev1.Pod{}
 	logs := map[string]followed{}
-	var broke error
-	// A watch that breaks is started again: under load the API server's watch cache can lag
-	// behind etcd ("Too large resource version"), and each new watch begins with every pod as
-	// it is now.
-	events := make(chan watch.Event)
-	go func() {
-		defer close(events)
-		for ctx.Err() == nil {
-			w, err := kube.CoreV1().Pods(ns).Watch(ctx, brokerSelector(release))
-			if err == nil {
-				for ev := range w.ResultChan() {
-					if ev.Type == watch.Error {
-						err = apierrors.FromObject(ev.Object)
-						break
-					}
-					events <- ev
-				}
-				w.Stop()
-			}
-			if err != nil && ctx.Err() == nil {
-				mu.Lock()
-				broke = fmt.Errorf("the watch of the broker pods in %s broke: %v", ns, err)
-				mu.Unlock()
-				time.Sleep(time.Second)
-			}
+	seen := func(obj any) {
+		if gone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = gone.Obj
 		}
-	}()
-	go func() {
-		for ev := range events {
-			p, ok := ev.Object.(*corev1.Pod)
-			if !ok {
-				continue
-			}
-			i, err := strconv.Atoi(p.Labels[indexLabel])
-			if err != nil || i == 0 {
-				continue
-			}
-			started := false
-			for _, cs := range p.Status.ContainerStatuses {
-				started = started || (cs.Name == "flux" && (cs.State.Running != nil || cs.State.Terminated != nil))
-			}
-			mu.Lock()
-			last[i] = *p
-			if _, ok := logs[p.Name]; started && !ok {
-				f := followed{done: make(chan struct{}), log: &bytes.Buffer{}}
-				logs[p.Name] = f
-				go func(name string) {
-					defer close(f.done)
-					stream, err := kube.CoreV1().Pods(ns).GetLogs(name, &corev1.PodLogOptions{Container: "flux", Follow: true}).Stream(ctx)
-					if err != nil {
-						fmt.Fprintf(f.log, "(no log: %v)", err)
-						return
-					}
-					defer stream.Close()
-					_, _ = io.Copy(f.log, stream)
-				}(p.Name)
-			}
-			mu.Unlock()
+		p, ok := obj.(*corev1.Pod)
+		if !ok {
+			return
 		}
-	}()
+		i, err := strconv.Atoi(p.Labels[indexLabel])
+		if err != nil || i == 0 {
+			return
+		}
+		started := false
+		for _, cs := range p.Status.ContainerStatuses {
+			started = started || (cs.Name == "flux" && (cs.State.Running != nil || cs.State.Terminated != nil))
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		last[i] = *p
+		if _, ok := logs[p.Name]; !started || ok {
+			return
+		}
+		f := followed{done: make(chan struct{}), log: &bytes.Buffer{}}
+		logs[p.Name] = f
+		go func() {
+			defer close(f.done)
+			stream, err := kube.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: "flux", Follow: true}).Stream(ctx)
+			if err != nil {
+				fmt.Fprintf(f.log, "(no log: %v)", err)
+				return
+			}
+			defer stream.Close()
+			_, _ = io.Copy(f.log, stream)
+		}()
+	}
+	pods := kube.CoreV1().Pods(ns)
+	_, informer := cache.NewInformerWithOptions(cache.InformerOptions{
+		ListerWatcher: selected(brokerSelector(release).LabelSelector, pods.List, pods.Watch),
+		ObjectType:    &corev1.Pod{},
+		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc:    seen,
+			UpdateFunc: func(_, obj any) { seen(obj) },
+			DeleteFunc: seen,
+		},
+	})
+	go informer.RunWithContext(ctx)
 	return func() map[int]workerEnd {
 		mu.Lock()
-		pods, follows := maps.Clone(last), maps.Clone(logs)
-		if broke != nil {
-			t.Logf("%v (watched again)", broke)
-		}
+		lastSeen, follows := maps.Clone(last), maps.Clone(logs)
 		mu.Unlock()
 		ends := map[int]workerEnd{}
-		for i, p := range pods {
+		for i, p := range lastSeen {
 			end := workerEnd{pod: p}
 			if f, ok := follows[p.Name]; ok {
 				select {

@@ -28,6 +28,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/minicluster/minicluster/internal/idset"
+	"github.com/minicluster/minicluster/internal/limits"
 )
 
 const indexLabel = "batch.kubernetes.io/job-completion-index"
@@ -311,7 +312,7 @@ func countStates(out string) (up, down int, err error) {
 	upRanks, downRanks := map[int]bool{}, map[int]bool{}
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 		state, set, _ := strings.Cut(strings.TrimSpace(l), " ") // no ranks: none in that state
-		ranks, err := idset.Parse(set, 1<<20)
+		ranks, err := idset.Parse(set, limits.MaxBrokers)
 		if state == "" || err != nil {
 			return 0, 0, fmt.Errorf("flux resource list line %q: want a state and its ranks (%v)", l, err)
 		}
