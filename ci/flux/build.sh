@@ -76,7 +76,7 @@ id=$({ echo "$id"; sha256sum "$sched_src" "$pmix_src" | cut -d' ' -f1; } | sha25
 MPI_REVISION=2
 mpi_id=$({ echo "$MPI_REVISION"; cat "$here"/mpi/*; } | sha256sum | cut -d' ' -f1)
 # Raised when what this script makes changes, so that a cached build is made again.
-LAYOUT_REVISION=4
+LAYOUT_REVISION=3
 cache=${MINICLUSTER_CACHE:-$HOME/.cache/minicluster}/flux/$id-r$LAYOUT_REVISION
 if [[ ${1:-} == --print-dir ]]; then
 	echo "$cache"
@@ -237,15 +237,13 @@ if [[ ! -f $cache/done ]]; then
 		t=$SECONDS
 		# shellcheck source=/dev/null
 		. "$build/root/layout.env"
-		# CFLAGS=-O2 (here and for flux-pmix) without autoconf's default -g: the images carry no
-		# debugger, and debug information only makes the compile longer.
 		# shellcheck disable=SC2016 # expanded by the shell in the chroot
 		progress "flux: flux-core configure, make, install" "$build/core.log" in_build /bin/bash -c '
 			set -euo pipefail
 			cd /root/src
 			FLUX_VERSION="$1" ./autogen.sh >/dev/null
 			export PYTHONPATH="$4"
-			./configure --prefix="$2" --disable-docs PYTHON="$3/bin/python3.11" CFLAGS=-O2 \
+			./configure --prefix="$2" --disable-docs PYTHON="$3/bin/python3.11" \
 				--with-systemdsystemunitdir="$2/lib/systemd/system" >configure.log ||
 				{ tail -40 config.log; exit 1; }
 			make -j2 >make.log 2>&1 || { tail -60 make.log; exit 1; }
@@ -307,7 +305,7 @@ if [[ ! -f $cache/done ]]; then
 			set -euo pipefail
 			cd /root/pmix
 			./autogen.sh >autogen.log 2>&1 || { tail -40 autogen.log; exit 1; }
-			PKG_CONFIG_PATH="$1/lib/pkgconfig" ./configure --prefix="$2" CFLAGS=-O2 >configure.log 2>&1 ||
+			PKG_CONFIG_PATH="$1/lib/pkgconfig" ./configure --prefix="$2" >configure.log 2>&1 ||
 				{ tail -40 config.log; exit 1; }
 			make -j2 >make.log 2>&1 || { tail -60 make.log; exit 1; }
 			make install >install.log 2>&1 || { tail -60 install.log; exit 1; }
