@@ -185,6 +185,7 @@ func throughputOf(b *testing.B, side string, op operatorSide, size, jobs int) (o
 		// BENCH_THROUGHPUT_SET: values of the chart's side other than the view mounted.
 		r.install("--set", fmt.Sprintf("size=%d,maxSize=%d,%s", size, size, envOr("BENCH_THROUGHPUT_SET", "flux.view.mode=image")))
 		pods := waitFluxUp(b, ns, r.name, size, size, 10*time.Minute)
+		settle(b, time.Minute)
 		cpu := startCPU(b)
 		out, stderr, err = chartThroughput(ns, pods[0].Name, jobs)
 		var line string
@@ -197,12 +198,14 @@ func throughputOf(b *testing.B, side string, op operatorSide, size, jobs int) (o
 		if len(nodes) == 0 {
 			b.Fatal("no schedulable node for flux start")
 		}
+		settle(b, time.Minute)
 		out = fluxAlone(b, ns, nodes[0], size, jobs)
 		b.Logf("size %d, Flux alone:\n%s", size, out)
 		return out, nil
 	case "operator":
 		op.create(b, ns, size, size, "")
 		lead := waitUp(b, op, ns, size)
+		settle(b, time.Minute)
 		cpu := startCPU(b)
 		// With the environment the operator writes for its users (flux-view.sh).
 		out, stderr, err = execInWithin(20*time.Minute, ns, lead, benchJob, "/bin/bash", "-c",

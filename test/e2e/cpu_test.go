@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // The parts a step's CPU time is put in, by what each process is.
@@ -253,4 +254,61 @@ func addSums(sum map[string]float64, used map[string]float64) map[string]float64
 		sum[k] += v
 	}
 	return sum
+}
+
+// settledBusy is the share of the machine's CPU above which settle waits: an idle cluster with a
+// MiniCluster up uses 5 to 15 % of two cores here.
+const settledBusy = 0.25
+
+// settle waits until this machine's CPU is mostly idle (at most settledBusy of it used over 2 s)
+// or for at most max, so that a timed step does not share the cores with what the step before
+// it left behind (a namespace's pods torn down, the kernel freeing their cgroups and memory),
+// and logs the share it saw: whether a slow run started on a busy machine.
+func settle(b testing.TB, max time.Duration) {
+	b.Helper()
+	start := time.Now()
+	busy := 1.0
+	for busy > settledBusy && time.Since(start) < max {
+		busy = machineBusy(2 * time.Second)
+	}
+	b.Logf("settle: %.0f%% of the CPU busy after %s", 100*busy, time.Since(start).Round(time.Second))
+}
+
+// machineBusy is the share of this machine's CPU time that was not idle over window (from
+// /proc/stat's cpu line; 1 where it cannot be read).
+func machineBusy(window time.Duration) float64 {
+	total0, idle0, ok0 := cpuTimes()
+	time.Sleep(window)
+	total1, idle1, ok1 := cpuTimes()
+	if !ok0 || !ok1 || total1 <= total0 {
+		return 1
+	}
+	return 1 - float64(idle1-idle0)/float64(total1-total0)
+}
+
+// cpuTimes reads the machine's total and idle (idle and iowait) CPU ticks from /proc/stat.
+func cpuTimes() (total, idle int64, ok bool) {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	line, _, _ := strings.Cut(string(raw), "\n")
+	f := strings.Fields(line)
+	if len(f) < 6 || f[0] != "cpu" {
+		return 0, 0, false
+	}
+	for i, s := range f[1:] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, 0, false
+		}
+		// guest and guest_nice (the 9th and 10th) are already counted in user and nice.
+		if i < 8 {
+			total += n
+		}
+		if i == 3 || i == 4 {
+			idle += n
+		}
+	}
+	return total, idle, true
 }
