@@ -77,7 +77,7 @@ var specs = []spec{
 		{"Flux's own bootstrap: CPU seconds of its processes", "cpu-s/up-flux-alone"},
 	}},
 	{key: "podcost", bench: "BenchmarkPodCost", run: "BENCH_POD_COST_SIZES=16,64 go test -tags e2e -run '^$' -bench PodCost -benchtime 1x ./test/e2e/",
-		sides: []side{{"floor", "bare pod"}, {"container", "+ second container"}, {"volumes", "+ volumes"}, {"image", "+ image volume"}, {"probes", "+ probes"}, {"chart", "chart, real Flux"}},
+		sides: []side{{"floor", "bare pod"}, {"container", "+ second container"}, {"volumes", "+ volumes"}, {"image", "+ image volume"}, {"probes", "+ probes"}, {"single", "one container"}, {"chart", "chart, real Flux"}},
 		rows: []row{
 			{"create → every pod Running, Ready and listed (chart: Flux counts every broker up), s", "up"},
 			{"Kubernetes' CPU seconds in that time", "cpu"},
@@ -87,6 +87,7 @@ var specs = []spec{
 			{"of which the controller-manager and the scheduler", "cpu-controllers"},
 			{"of which the network (kube-proxy, kube-router, CoreDNS, CNI) and helpers", "cpu-network"},
 			{"Kubernetes' CPU seconds a second, the pods up and idle", "idle"},
+			{"requests to the API server in that time (create → all up)", "requests"},
 		}},
 	{key: "topology", bench: "BenchmarkTopology", run: "go test -tags e2e -run '^$' -bench Topology -benchtime 1x ./test/e2e/", rows: []row{
 		{"install → Flux counts every broker up", "s/up"},

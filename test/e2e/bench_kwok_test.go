@@ -108,10 +108,18 @@ func countPodPatches(b *testing.B) func() (found, gone float64) {
 
 // podPatches reads the API server's counts of pod PATCHes (not of their status) so far.
 func podPatches(b *testing.B) (found, gone float64) {
+	counts := apiRequests(b)
+	return counts["PATCH pods 200"], counts["PATCH pods 404"]
+}
+
+// apiRequests reads the API server's counts of requests so far, by "VERB resource[/subresource]
+// code" (apiserver_request_total summed over its other labels).
+func apiRequests(b *testing.B) map[string]float64 {
 	raw, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
 	if err != nil {
 		b.Fatalf("the API server's metrics: %v", err)
 	}
+	counts := map[string]float64{}
 	for _, line := range strings.Split(string(raw), "\n") {
 		rest, ok := strings.CutPrefix(line, "apiserver_request_total{")
 		if !ok {
@@ -121,21 +129,27 @@ func podPatches(b *testing.B) (found, gone float64) {
 		if !ok {
 			continue
 		}
-		if !strings.Contains(labels, `resource="pods"`) || !strings.Contains(labels, `subresource=""`) || !strings.Contains(labels, `verb="PATCH"`) {
-			continue
-		}
 		n, err := strconv.ParseFloat(value, 64)
 		if err != nil {
 			b.Fatalf("the API server's metrics: %q: %v", line, err)
 		}
-		switch {
-		case strings.Contains(labels, `code="200"`):
-			found += n
-		case strings.Contains(labels, `code="404"`):
-			gone += n
+		resource := promLabel(labels, "resource")
+		if sub := promLabel(labels, "subresource"); sub != "" {
+			resource += "/" + sub
 		}
+		counts[promLabel(labels, "verb")+" "+resource+" "+promLabel(labels, "code")] += n
 	}
-	return found, gone
+	return counts
+}
+
+// promLabel is one label's value in a metric's label list (values hold no quotes here).
+func promLabel(labels, name string) string {
+	_, rest, ok := strings.Cut(","+labels, ","+name+`="`)
+	if !ok {
+		return ""
+	}
+	value, _, _ := strings.Cut(rest, `"`)
+	return value
 }
 
 // floorSteps takes a bare indexed Job and its headless Service through the steps.

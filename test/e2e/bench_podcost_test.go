@@ -3,8 +3,10 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -38,44 +40,71 @@ var podCostSteps = []podCostStep{
 	}},
 	// + the chart's ConfigMap and emptyDir volumes, mounted as the chart mounts them
 	{"volumes", func(spec *corev1.PodSpec) {
-		cm := func(name string) corev1.VolumeSource {
-			return corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}}}
-		}
-		memory := corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}
-		spec.Volumes = append(spec.Volumes,
-			corev1.Volume{Name: "scripts", VolumeSource: cm("podcost-scripts")},
-			corev1.Volume{Name: "broker-config", VolumeSource: cm("podcost-config")},
-			corev1.Volume{Name: "keys", VolumeSource: memory},
-			corev1.Volume{Name: "curve-installed", VolumeSource: memory},
-			corev1.Volume{Name: "run", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
-		spec.Containers[0].VolumeMounts = append(spec.Containers[0].VolumeMounts,
-			corev1.VolumeMount{Name: "scripts", MountPath: "/minicluster/scripts", ReadOnly: true},
-			corev1.VolumeMount{Name: "scripts", MountPath: "/minicluster/modprobe/rc1.d/minicluster.py", SubPath: "modprobe-rc1.py", ReadOnly: true},
-			corev1.VolumeMount{Name: "scripts", MountPath: "/usr/local/sbin/flux", SubPath: "flux", ReadOnly: true},
-			corev1.VolumeMount{Name: "broker-config", MountPath: "/minicluster/config", ReadOnly: true},
-			corev1.VolumeMount{Name: "keys", MountPath: "/minicluster/keys"},
-			corev1.VolumeMount{Name: "curve-installed", MountPath: "/etc/curve"},
-			corev1.VolumeMount{Name: "run", MountPath: "/minicluster/run"})
+		addVolumes(spec)
 		spec.Containers[1].VolumeMounts = append(spec.Containers[1].VolumeMounts,
 			corev1.VolumeMount{Name: "broker-config", MountPath: "/minicluster/config", ReadOnly: true},
 			corev1.VolumeMount{Name: "keys", MountPath: "/minicluster/keys"})
 	}},
 	// + the view's image volume (flux.view.mode=image)
-	{"image", func(spec *corev1.PodSpec) {
-		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "flux-view", VolumeSource: corev1.VolumeSource{
-			Image: &corev1.ImageVolumeSource{Reference: viewImage, PullPolicy: corev1.PullIfNotPresent}}})
-		spec.Containers[0].VolumeMounts = append(spec.Containers[0].VolumeMounts,
-			corev1.VolumeMount{Name: "flux-view", MountPath: "/mnt/flux", ReadOnly: true},
-			corev1.VolumeMount{Name: "flux-view", MountPath: "/opt/software", SubPath: "opt/software", ReadOnly: true})
-	}},
-	// + the startup (every 1 s) and readiness (every 5 s) probes, answered by the second container
+	{"image", addImageVolume},
+	// + the startup (every 1 s) and readiness (every 5 s) probes, on the second container,
+	// which answers them
 	{"probes", func(spec *corev1.PodSpec) {
-		// The keys sidecar answers the broker container's probes; here busybox's httpd does.
+		// The keys sidecar serves the pod's probes; here busybox's httpd does.
 		spec.Containers[1].Command = []string{"/bin/sh", "-c", "mkdir -p /tmp/www && echo ok >/tmp/www/readyz && exec httpd -f -p 8051 -h /tmp/www"}
-		get := corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(8051)}}
-		spec.Containers[0].StartupProbe = &corev1.Probe{ProbeHandler: get, PeriodSeconds: 1, FailureThreshold: 600}
-		spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: get, PeriodSeconds: 5}
+		addProbes(&spec.Containers[1])
 	}},
+	// The same pod with one container (the last column but the chart's): the volumes, the
+	// image volume and the probes, answered by the broker's container itself. What a broker
+	// pod would cost with the keys container's work done in the broker's.
+	{"single", func(spec *corev1.PodSpec) {
+		addVolumes(spec)
+		addImageVolume(spec)
+		spec.Containers[0].Command = []string{"/bin/sh", "-c", "mkdir -p /tmp/www && echo ok >/tmp/www/readyz && httpd -p 8051 -h /tmp/www && trap 'exit 0' TERM; sleep 3600 & wait"}
+		addProbes(&spec.Containers[0])
+	}},
+}
+
+// singleStep is the index of the one-container shape: it starts again from the bare pod.
+const singleStep = 5
+
+// addVolumes adds the chart's ConfigMap and emptyDir volumes, mounted in the broker's
+// container as the chart mounts them.
+func addVolumes(spec *corev1.PodSpec) {
+	cm := func(name string) corev1.VolumeSource {
+		return corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}}}
+	}
+	memory := corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}
+	spec.Volumes = append(spec.Volumes,
+		corev1.Volume{Name: "scripts", VolumeSource: cm("podcost-scripts")},
+		corev1.Volume{Name: "broker-config", VolumeSource: cm("podcost-config")},
+		corev1.Volume{Name: "keys", VolumeSource: memory},
+		corev1.Volume{Name: "curve-installed", VolumeSource: memory},
+		corev1.Volume{Name: "run", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	spec.Containers[0].VolumeMounts = append(spec.Containers[0].VolumeMounts,
+		corev1.VolumeMount{Name: "scripts", MountPath: "/minicluster/scripts", ReadOnly: true},
+		corev1.VolumeMount{Name: "scripts", MountPath: "/minicluster/modprobe/rc1.d/minicluster.py", SubPath: "modprobe-rc1.py", ReadOnly: true},
+		corev1.VolumeMount{Name: "scripts", MountPath: "/usr/local/sbin/flux", SubPath: "flux", ReadOnly: true},
+		corev1.VolumeMount{Name: "broker-config", MountPath: "/minicluster/config", ReadOnly: true},
+		corev1.VolumeMount{Name: "keys", MountPath: "/minicluster/keys"},
+		corev1.VolumeMount{Name: "curve-installed", MountPath: "/etc/curve"},
+		corev1.VolumeMount{Name: "run", MountPath: "/minicluster/run"})
+}
+
+// addImageVolume adds the view's image volume (flux.view.mode=image).
+func addImageVolume(spec *corev1.PodSpec) {
+	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "flux-view", VolumeSource: corev1.VolumeSource{
+		Image: &corev1.ImageVolumeSource{Reference: viewImage, PullPolicy: corev1.PullIfNotPresent}}})
+	spec.Containers[0].VolumeMounts = append(spec.Containers[0].VolumeMounts,
+		corev1.VolumeMount{Name: "flux-view", MountPath: "/mnt/flux", ReadOnly: true},
+		corev1.VolumeMount{Name: "flux-view", MountPath: "/opt/software", SubPath: "opt/software", ReadOnly: true})
+}
+
+// addProbes adds the pod's startup (every 1 s) and readiness (every 5 s) probes to c.
+func addProbes(c *corev1.Container) {
+	get := corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(8051)}}
+	c.StartupProbe = &corev1.Probe{ProbeHandler: get, PeriodSeconds: 1, FailureThreshold: 600}
+	c.ReadinessProbe = &corev1.Probe{ProbeHandler: get, PeriodSeconds: 5}
 }
 
 // podCostIdle is how long each shape is left running once all its pods are up, to measure
@@ -124,6 +153,11 @@ func BenchmarkPodCost(b *testing.B) {
 				metric(b, c.up.Seconds()/n, "s/"+name+"-up")
 				metric(b, c.cpu/n, "s/"+name+"-cpu")
 				metric(b, c.idle/n, "s/"+name+"-idle")
+				total := 0.0
+				for _, r := range c.requests {
+					total += r
+				}
+				metric(b, total/n, "s/"+name+"-requests") // the report's unit scheme: s/<side>-<row>
 				for _, k := range kubeComponents {
 					metric(b, c.parts[k]/n, "s/"+name+"-cpu-"+k)
 				}
@@ -150,16 +184,19 @@ type podCost struct {
 	up        time.Duration
 	cpu, idle float64
 	parts     map[string]float64 // cpu by component (kubeComponent)
+	requests  map[string]float64 // requests to the API server by apiRequests' key
 }
 
 func (c podCost) plus(o podCost) podCost {
-	return podCost{c.up + o.up, c.cpu + o.cpu, c.idle + o.idle, addSums(addSums(nil, c.parts), o.parts)}
+	return podCost{c.up + o.up, c.cpu + o.cpu, c.idle + o.idle, addSums(addSums(nil, c.parts), o.parts),
+		addSums(addSums(nil, c.requests), o.requests)}
 }
 
 // kubeComponents are the components of Kubernetes' CPU, in the report's order.
 var kubeComponents = []string{kubeKubelet, kubeRuntime, kubeAPI, kubeController, kubeNetwork}
 
-// podCostShape creates the pods of podCostSteps[0..last] and measures them.
+// podCostShape creates the pods of podCostSteps[0..last] (of the bare pod and the one-container
+// shape, for that) and measures them.
 func podCostShape(b *testing.B, size, last int) podCost {
 	ctx := context.Background()
 	ns := newNamespace(b, "podcost-"+podCostSteps[last].name)
@@ -178,7 +215,11 @@ func podCostShape(b *testing.B, size, last int) podCost {
 			Command: []string{"/bin/sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"},
 		}},
 	}
-	for _, s := range podCostSteps[:last+1] {
+	steps := podCostSteps[:last+1]
+	if last == singleStep {
+		steps = []podCostStep{podCostSteps[0], podCostSteps[singleStep]}
+	}
+	for _, s := range steps {
 		s.add(&spec)
 	}
 	createFloorService(b, ns, "podcost")
@@ -212,12 +253,15 @@ func podCostChart(b *testing.B, size int) podCost {
 // measurePodCost measures up (until every pod is up) and Kubernetes' CPU in that time, then
 // its CPU a second while the pods only wait.
 func measurePodCost(b *testing.B, up func()) podCost {
+	requests := apiRequests(b)
 	cpu := startCPU(b)
 	start := time.Now()
 	up()
 	c := podCost{up: time.Since(start)}
 	c.cpu = cpu.stop(b)[cpuKubernetes]
 	c.parts = cpu.kubernetes()
+	c.requests = requestsSince(requests, apiRequests(b))
+	b.Logf("requests to the API server until up: %s", topRequests(c.requests, 12))
 	c.idle = podCostIdleCPU(b)
 	return c
 }
@@ -227,4 +271,30 @@ func podCostIdleCPU(b *testing.B) float64 {
 	cpu := startCPU(b)
 	time.Sleep(podCostIdle)
 	return cpu.stop(b)[cpuKubernetes] / podCostIdle.Seconds()
+}
+
+// requestsSince is after's counts less before's, those that grew.
+func requestsSince(before, after map[string]float64) map[string]float64 {
+	grew := map[string]float64{}
+	for k, n := range after {
+		if d := n - before[k]; d > 0 {
+			grew[k] = d
+		}
+	}
+	return grew
+}
+
+// topRequests: the total, then the most frequent requests, most first.
+func topRequests(counts map[string]float64, most int) string {
+	keys := slices.Collect(maps.Keys(counts))
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Or(cmp.Compare(counts[b], counts[a]), strings.Compare(a, b)) })
+	total := 0.0
+	for _, n := range counts {
+		total += n
+	}
+	line := []string{fmt.Sprintf("%.0f in all", total)}
+	for _, k := range keys[:min(most, len(keys))] {
+		line = append(line, fmt.Sprintf("%s %.0f", k, counts[k]))
+	}
+	return strings.Join(line, ", ")
 }

@@ -494,12 +494,14 @@ func TestKeyMaterial(t *testing.T) {
 			"--storage=Secret", "--readiness-addr=:8051", "--supervisor=/minicluster/keys/minicluster-broker", "--wait-parent", "--hosts-file=/minicluster/config/hosts", "--topology=",
 			"--namespace-deleted-code=79", "--job=flux-sample"}, keys.Args)
 		// The broker's readiness is the keys container's answer on that port.
-		probe := container(t, job, "flux").ReadinessProbe
-		require.NotNil(t, probe, "the broker container has a readiness probe")
+		probe := container(t, job, "keys").ReadinessProbe
+		require.NotNil(t, probe, "the keys container has the pod's readiness probe")
 		require.NotNil(t, probe.HTTPGet, "an HTTP probe, not an exec one")
 		assert.Equal(t, "/readyz", probe.HTTPGet.Path)
-		startup := container(t, job, "flux").StartupProbe
-		require.NotNil(t, startup, "the broker container has a startup probe")
+		startup := container(t, job, "keys").StartupProbe
+		require.NotNil(t, startup, "the keys container, which answers it, has a startup probe")
+		assert.Nil(t, container(t, job, "flux").StartupProbe, "the broker container is not probed before the keys container listens")
+		assert.Equal(t, int32(1), startup.InitialDelaySeconds, "the first probe gives the keys container's program a second to listen")
 		assert.Equal(t, "/readyz?hold=20s", startup.HTTPGet.Path, "the startup probe is held until the broker is online")
 		assert.Equal(t, 8051, probe.HTTPGet.Port.IntValue())
 		assert.Equal(t, corev1.StorageMediumMemory, volume(t, job, "keys").EmptyDir.Medium, "keys stay in memory")

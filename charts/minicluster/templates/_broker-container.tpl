@@ -132,30 +132,6 @@
           containerPort: {{ int .Values.api.port }}
           protocol: TCP
         {{- end }}
-      # Ready once Flux counts this broker online (the supervisor's .online, served by the keys
-      # container): an HTTP probe, which costs the node far less than an exec probe would. The
-      # startup probe holds its answer until the broker comes online, or for 20 s
-      # (keygen/sidecar/readiness.go), and the kubelet asks again as soon as it has one: the pod
-      # starts within a tenth of a second of its broker, for one probe and one "probe failed"
-      # event per 20 s of bootstrap where asking every second cost one of each a second. It never
-      # gives up, since a broker may wait for its parent as long as that takes; the kubelet asks
-      # the readiness probe at once when it succeeds. After that every 5 s is enough to follow a
-      # broker that starts again in its container, and costs the node a fifth of probing every
-      # second (a probe takes about 1 ms of CPU of the kubelet and 0.8 ms of the keys container).
-      startupProbe:
-        httpGet:
-          path: /readyz?hold=20s
-          port: {{ int .Values.flux.readinessPort }}
-        periodSeconds: 1
-        timeoutSeconds: 25
-        failureThreshold: 2147483647
-      readinessProbe:
-        httpGet:
-          path: /readyz
-          port: {{ int .Values.flux.readinessPort }}
-        periodSeconds: 5
-        timeoutSeconds: 2
-        failureThreshold: 2
       {{- with .Values.resources }}
       resources:
         {{- toYaml . | nindent 8 }}

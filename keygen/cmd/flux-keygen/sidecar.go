@@ -43,7 +43,7 @@ keys it writes .installed, and the sidecar deletes the copies in --out that ever
 can read (at the latest when the broker's container ends). With --once it only writes the keys, waits for the
 parent and exits, with no files for a supervisor.
 
-With --readiness-addr it answers the broker container's readiness probe there: GET /readyz is
+With --readiness-addr it answers the pod's readiness probes there: GET /readyz is
 200 while --out holds .online, which the supervisor writes once Flux counts the broker online.
 
 With --namespace-deleted-code N it asks at its end (the broker's container ended, or SIGTERM)
@@ -165,7 +165,7 @@ func newSidecarCmd(e env) *cobra.Command {
 	f.BoolVar(&waitParent, "wait-parent", false, "wait until the headless Service lists this pod's parent broker (index from $JOB_COMPLETION_INDEX)")
 	f.StringVar(&hostsFile, "hosts-file", "/minicluster/config/hosts", "file with the RFC 29 host list of all brokers (the broker ConfigMap's hosts)")
 	f.StringVar(&topology, "topology", "", "the brokers' tbon.topo (empty = flux's default for broker.toml boot)")
-	f.StringVar(&readinessAddr, "readiness-addr", "", "serve the broker container's readiness probe here (GET /readyz: 200 once the entrypoint wrote .online in --out)")
+	f.StringVar(&readinessAddr, "readiness-addr", "", "serve the pod's readiness probes here (GET /readyz: 200 once the entrypoint wrote .online in --out)")
 	f.StringVar(&apiServer, "api-server", "", "on the lead (index 0), copy this image's minicluster-api to this path, for the broker's container to run")
 	f.StringVar(&supervisorPath, "supervisor", "", "copy this image's minicluster-broker (the broker container's supervisor) to this path, for the broker's container to run")
 	f.StringVar(&o.APIName, "api-name", "", "on the lead (index 0), the Secret of the API's credentials (user, token, secret-key), written to --out/api")
