@@ -235,11 +235,15 @@ func tables(s spec, results []benchresult.Result, inBenchE2E []*regexp.Regexp) s
 	return b.String()
 }
 
-// value is a figure with two decimals, or "–" where the run did not report it.
+// value is a figure with two decimals (a count of requests whole), or "–" where the run did
+// not report it.
 func value(r benchresult.Result, unit string) string {
 	v, ok := r.Metrics[unit]
 	if !ok {
 		return "–"
+	}
+	if strings.HasSuffix(unit, "-requests") {
+		return fmt.Sprintf("%.0f", v)
 	}
 	return fmt.Sprintf("%.2f", v)
 }
