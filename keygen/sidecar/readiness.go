@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"time"
 )
 
@@ -23,25 +22,19 @@ const MaxHold = time.Minute
 // holdPoll is how often a held probe looks at Online: what it adds to the broker's readiness.
 const holdPoll = 100 * time.Millisecond
 
-// ServeReadiness answers the kubelet's readiness probe of the broker's pod on addr: GET
-// /readyz is 200 while dir holds Online, 503 otherwise. An HTTP probe costs the node nothing
-// like an exec probe, which starts a process in the container every period.
+// ServeReadiness answers the kubelet's readiness probe of the broker's container on addr:
+// GET /readyz is 200 while dir holds Online, 503 otherwise. An HTTP probe costs the node
+// nothing like an exec probe, which starts a process in the container every period.
 //
-// GET /readyz?hold=20s: a broker that has not been online yet gets its answer when it comes
-// online, or 503 after the hold. The kubelet asks again at once after a long answer, so while a
-// broker bootstraps its node pays one probe, and writes one "probe failed" event, per hold
-// instead of one a period, and the pod is Ready within holdPoll of its broker, with a
-// readiness probe alone (a startup probe would cost every pod one more status update). Once
-// the broker has been online every probe is answered at once, hold or not: a broker that
-// leaves Flux makes its pod not Ready within the probe's periods. It serves on ln until ctx
-// ends.
+// GET /readyz?hold=20s, for the startup probe: a broker not online yet gets its answer when it
+// comes online, or 503 after the hold. The kubelet asks again at once after a long answer, so
+// while a broker bootstraps its node pays one probe, and writes one "probe failed" event, per
+// hold instead of one a period, and the pod starts within holdPoll of its broker. An online
+// broker is answered at once: the readiness probe asks without a hold. It serves on ln until
+// ctx ends.
 func ServeReadiness(ctx context.Context, ln net.Listener, dir string) error {
-	var wasOnline atomic.Bool
 	online := func() bool {
 		_, err := os.Stat(filepath.Join(dir, Online))
-		if err == nil {
-			wasOnline.Store(true)
-		}
 		return err == nil
 	}
 	mux := http.NewServeMux()
@@ -54,7 +47,7 @@ func ServeReadiness(ctx context.Context, ln net.Listener, dir string) error {
 				return
 			}
 		}
-		if hold > 0 && !online() && !wasOnline.Load() {
+		if hold > 0 && !online() {
 			end := time.NewTimer(hold)
 			defer end.Stop()
 			tick := time.NewTicker(holdPoll)

@@ -90,13 +90,6 @@ func TestServeReadinessHoldsUntilOnline(t *testing.T) {
 	if s, took := get("hold=20s"); s != http.StatusOK || took > 5*time.Second {
 		t.Errorf("online, hold=20s: %d after %v, want 200 at once", s, took)
 	}
-	// A broker that was online and left is answered at once: its pod must stop being Ready.
-	if err := os.Remove(online); err != nil {
-		t.Fatal(err)
-	}
-	if s, took := get("hold=20s"); s != http.StatusServiceUnavailable || took > 5*time.Second {
-		t.Errorf("online before, offline now, hold=20s: %d after %v, want 503 at once", s, took)
-	}
 	for _, bad := range []string{"hold=20", "hold=-1s", "hold=2m"} {
 		if s, _ := get(bad); s != http.StatusBadRequest {
 			t.Errorf("%s: %d, want 400", bad, s)

@@ -47,15 +47,15 @@ var podCostSteps = []podCostStep{
 	}},
 	// + the view's image volume (flux.view.mode=image)
 	{"image", addImageVolume},
-	// + the readiness probe (every 5 s, the first after a second), on the second container,
-	// which answers it
+	// + the startup (every 1 s) and readiness (every 5 s) probes, on the second container,
+	// which answers them
 	{"probes", func(spec *corev1.PodSpec) {
-		// The keys sidecar serves the pod's probe; here busybox's httpd does.
+		// The keys sidecar serves the pod's probes; here busybox's httpd does.
 		spec.Containers[1].Command = []string{"/bin/sh", "-c", "mkdir -p /tmp/www && echo ok >/tmp/www/readyz && exec httpd -f -p 8051 -h /tmp/www"}
 		addProbes(&spec.Containers[1])
 	}},
 	// The same pod with one container (the last column but the chart's): the volumes, the
-	// image volume and the probe, answered by the broker's container itself. What a broker
+	// image volume and the probes, answered by the broker's container itself. What a broker
 	// pod would cost with the keys container's work done in the broker's.
 	{"single", func(spec *corev1.PodSpec) {
 		addVolumes(spec)
@@ -100,10 +100,11 @@ func addImageVolume(spec *corev1.PodSpec) {
 		corev1.VolumeMount{Name: "flux-view", MountPath: "/opt/software", SubPath: "opt/software", ReadOnly: true})
 }
 
-// addProbes adds the pod's readiness probe to c, timed as the chart's.
+// addProbes adds the pod's startup (every 1 s) and readiness (every 5 s) probes to c.
 func addProbes(c *corev1.Container) {
 	get := corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(8051)}}
-	c.ReadinessProbe = &corev1.Probe{ProbeHandler: get, InitialDelaySeconds: 1, PeriodSeconds: 5}
+	c.StartupProbe = &corev1.Probe{ProbeHandler: get, PeriodSeconds: 1, FailureThreshold: 600}
+	c.ReadinessProbe = &corev1.Probe{ProbeHandler: get, PeriodSeconds: 5}
 }
 
 // podCostIdle is how long each shape is left running once all its pods are up, to measure

@@ -60,25 +60,32 @@
         {{- include "minicluster.restrictedPodSecurity" . | nindent 8 }}
         {{- include "minicluster.restrictedContainerSecurity" . | nindent 8 }}
       # The pod is Ready once Flux counts its broker online (the supervisor's .online, served
-      # here): an HTTP probe, which costs the node far less than an exec probe would. It is this
-      # container's, which serves it, and the first waits a second: on a busy node the kubelet
-      # starts this container up to two seconds after the broker's, and its program takes a
-      # moment to listen; a probe sent before that failed with a "probe failed" event. No broker
-      # comes online within a second of this container's start. Until its broker has been online
-      # the server holds each answer until it is, or for 20 s (keygen/sidecar/readiness.go), and
-      # the kubelet asks again as soon as it has one: the pod is Ready within a tenth of a second
-      # of its broker, for one probe and one "probe failed" event per 20 s of bootstrap, and with
-      # a readiness probe alone (a startup probe costs every pod one more status update). After
-      # that each answer is at once, and every 5 s is enough to follow a broker that starts again
-      # in its container (a probe takes about 1 ms of CPU of the kubelet and 0.8 ms of this
-      # container).
-      readinessProbe:
+      # here). The probes are this container's, which serves them, and the first waits a second:
+      # on a busy node the kubelet starts this container up to two seconds after the broker's,
+      # and its program takes a moment to listen; a probe sent before that failed with a "probe
+      # failed" event. No broker comes online within a second of this container's start. An HTTP probe costs the node far less than an exec probe
+      # would. The startup probe holds its answer until the broker comes online, or for 20 s
+      # (keygen/sidecar/readiness.go), and the kubelet asks again as soon as it has one: the pod
+      # starts within a tenth of a second of its broker, for one probe and one "probe failed"
+      # event per 20 s of bootstrap where asking every second cost one of each a second. It never
+      # gives up, since a broker may wait for its parent as long as that takes; the kubelet asks
+      # the readiness probe at once when it succeeds. After that every 5 s is enough to follow a
+      # broker that starts again in its container, and costs the node a fifth of probing every
+      # second (a probe takes about 1 ms of CPU of the kubelet and 0.8 ms of this container).
+      startupProbe:
         httpGet:
           path: /readyz?hold=20s
           port: {{ int .Values.flux.readinessPort }}
         initialDelaySeconds: 1
-        periodSeconds: 5
+        periodSeconds: 1
         timeoutSeconds: 25
+        failureThreshold: 2147483647
+      readinessProbe:
+        httpGet:
+          path: /readyz
+          port: {{ int .Values.flux.readinessPort }}
+        periodSeconds: 5
+        timeoutSeconds: 2
         failureThreshold: 2
       terminationMessagePolicy: FallbackToLogsOnError
       {{- with .Values.keygen.sidecarResources }}
