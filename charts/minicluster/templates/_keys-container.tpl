@@ -62,9 +62,10 @@
       # The pod is Ready once Flux counts its broker online (the supervisor's .online, served
       # here). The probes are this container's, which serves them, and the first waits a second:
       # on a busy node the kubelet starts this container up to two seconds after the broker's,
-      # and its program takes a moment to listen; a probe sent before that failed with a "probe
-      # failed" event. No broker comes online within a second of this container's start. An HTTP probe costs the node far less than an exec probe
-      # would. The startup probe holds its answer until the broker comes online, or for 20 s
+      # and its program takes a moment to listen; a probe sent before that fails with a "probe
+      # failed" event (a busy node still has one now and then). No broker comes online within a
+      # second of this container's start. An HTTP probe costs the node far less than an exec
+      # probe would. The startup probe holds its answer until the broker comes online, or for 20 s
       # (keygen/sidecar/readiness.go), and the kubelet asks again as soon as it has one: the pod
       # starts within a tenth of a second of its broker, for one probe and one "probe failed"
       # event per 20 s of bootstrap where asking every second cost one of each a second. It never
