@@ -77,7 +77,7 @@ var specs = []spec{
 		{"Flux's own bootstrap: CPU seconds of its processes", "cpu-s/up-flux-alone"},
 	}},
 	{key: "podcost", bench: "BenchmarkPodCost", run: "BENCH_POD_COST_SIZES=16,64 go test -tags e2e -run '^$' -bench PodCost -benchtime 1x ./test/e2e/",
-		sides: []side{{"floor", "bare pod"}, {"container", "+ second container"}, {"volumes", "+ volumes"}, {"image", "+ image volume"}, {"probes", "+ probes"}, {"single", "one container"}, {"chart", "chart, real Flux"}},
+		sides: []side{{"floor", "bare pod"}, {"container", "+ second container"}, {"configmaps", "+ ConfigMap volumes"}, {"subpaths", "+ subPath mounts"}, {"emptydirs", "+ emptyDirs"}, {"image", "+ image volume"}, {"probes", "+ probes"}, {"single", "one container"}, {"chart", "chart, real Flux"}},
 		rows: []row{
 			{"create → every pod Running, Ready and listed (chart: Flux counts every broker up), s", "up"},
 			{"Kubernetes' CPU seconds in that time", "cpu"},

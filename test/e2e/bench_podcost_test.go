@@ -38,11 +38,19 @@ var podCostSteps = []podCostStep{
 			Command: []string{"/bin/sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"},
 		})
 	}},
-	// + the chart's ConfigMap and emptyDir volumes, mounted as the chart mounts them
-	{"volumes", func(spec *corev1.PodSpec) {
-		addVolumes(spec)
+	// + the chart's two ConfigMap volumes (scripts, broker-config), mounted as the chart mounts
+	// them, without subPath
+	{"configmaps", func(spec *corev1.PodSpec) {
+		addConfigMaps(spec)
 		spec.Containers[1].VolumeMounts = append(spec.Containers[1].VolumeMounts,
-			corev1.VolumeMount{Name: "broker-config", MountPath: "/minicluster/config", ReadOnly: true},
+			corev1.VolumeMount{Name: "broker-config", MountPath: "/minicluster/config", ReadOnly: true})
+	}},
+	// + the two files of the scripts volume the chart mounts by subPath
+	{"subpaths", addSubPaths},
+	// + the chart's emptyDirs: keys and curve-installed in memory, run on disk
+	{"emptydirs", func(spec *corev1.PodSpec) {
+		addEmptyDirs(spec)
+		spec.Containers[1].VolumeMounts = append(spec.Containers[1].VolumeMounts,
 			corev1.VolumeMount{Name: "keys", MountPath: "/minicluster/keys"})
 	}},
 	// + the view's image volume (flux.view.mode=image)
@@ -58,7 +66,9 @@ var podCostSteps = []podCostStep{
 	// image volume and the probes, answered by the broker's container itself. What a broker
 	// pod would cost with the keys container's work done in the broker's.
 	{"single", func(spec *corev1.PodSpec) {
-		addVolumes(spec)
+		addConfigMaps(spec)
+		addSubPaths(spec)
+		addEmptyDirs(spec)
 		addImageVolume(spec)
 		spec.Containers[0].Command = []string{"/bin/sh", "-c", "mkdir -p /tmp/www && echo ok >/tmp/www/readyz && httpd -p 8051 -h /tmp/www && trap 'exit 0' TERM; sleep 3600 & wait"}
 		addProbes(&spec.Containers[0])
@@ -66,26 +76,37 @@ var podCostSteps = []podCostStep{
 }
 
 // singleStep is the index of the one-container shape: it starts again from the bare pod.
-const singleStep = 5
+var singleStep = slices.IndexFunc(podCostSteps, func(s podCostStep) bool { return s.name == "single" })
 
-// addVolumes adds the chart's ConfigMap and emptyDir volumes, mounted in the broker's
-// container as the chart mounts them.
-func addVolumes(spec *corev1.PodSpec) {
+// addConfigMaps adds the chart's ConfigMap volumes, mounted in the broker's container as the
+// chart mounts them (but for its subPath mounts: addSubPaths).
+func addConfigMaps(spec *corev1.PodSpec) {
 	cm := func(name string) corev1.VolumeSource {
 		return corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}}}
 	}
-	memory := corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}
 	spec.Volumes = append(spec.Volumes,
 		corev1.Volume{Name: "scripts", VolumeSource: cm("podcost-scripts")},
-		corev1.Volume{Name: "broker-config", VolumeSource: cm("podcost-config")},
+		corev1.Volume{Name: "broker-config", VolumeSource: cm("podcost-config")})
+	spec.Containers[0].VolumeMounts = append(spec.Containers[0].VolumeMounts,
+		corev1.VolumeMount{Name: "scripts", MountPath: "/minicluster/scripts", ReadOnly: true},
+		corev1.VolumeMount{Name: "broker-config", MountPath: "/minicluster/config", ReadOnly: true})
+}
+
+// addSubPaths adds the broker container's two subPath mounts of the scripts volume.
+func addSubPaths(spec *corev1.PodSpec) {
+	spec.Containers[0].VolumeMounts = append(spec.Containers[0].VolumeMounts,
+		corev1.VolumeMount{Name: "scripts", MountPath: "/minicluster/modprobe/rc1.d/minicluster.py", SubPath: "modprobe-rc1.py", ReadOnly: true},
+		corev1.VolumeMount{Name: "scripts", MountPath: "/usr/local/sbin/flux", SubPath: "flux", ReadOnly: true})
+}
+
+// addEmptyDirs adds the chart's emptyDirs, mounted in the broker's container.
+func addEmptyDirs(spec *corev1.PodSpec) {
+	memory := corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}
+	spec.Volumes = append(spec.Volumes,
 		corev1.Volume{Name: "keys", VolumeSource: memory},
 		corev1.Volume{Name: "curve-installed", VolumeSource: memory},
 		corev1.Volume{Name: "run", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	spec.Containers[0].VolumeMounts = append(spec.Containers[0].VolumeMounts,
-		corev1.VolumeMount{Name: "scripts", MountPath: "/minicluster/scripts", ReadOnly: true},
-		corev1.VolumeMount{Name: "scripts", MountPath: "/minicluster/modprobe/rc1.d/minicluster.py", SubPath: "modprobe-rc1.py", ReadOnly: true},
-		corev1.VolumeMount{Name: "scripts", MountPath: "/usr/local/sbin/flux", SubPath: "flux", ReadOnly: true},
-		corev1.VolumeMount{Name: "broker-config", MountPath: "/minicluster/config", ReadOnly: true},
 		corev1.VolumeMount{Name: "keys", MountPath: "/minicluster/keys"},
 		corev1.VolumeMount{Name: "curve-installed", MountPath: "/etc/curve"},
 		corev1.VolumeMount{Name: "run", MountPath: "/minicluster/run"})
@@ -103,7 +124,7 @@ func addImageVolume(spec *corev1.PodSpec) {
 // addProbes adds the pod's startup (every 1 s) and readiness (every 5 s) probes to c.
 func addProbes(c *corev1.Container) {
 	get := corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(8051)}}
-	c.StartupProbe = &corev1.Probe{ProbeHandler: get, PeriodSeconds: 1, FailureThreshold: 600}
+	c.StartupProbe = &corev1.Probe{ProbeHandler: get, InitialDelaySeconds: 1, PeriodSeconds: 1, FailureThreshold: 600}
 	c.ReadinessProbe = &corev1.Probe{ProbeHandler: get, PeriodSeconds: 5}
 }
 
