@@ -35,7 +35,7 @@ var podCostSteps = []podCostStep{
 	{"container", func(spec *corev1.PodSpec) {
 		spec.Containers = append(spec.Containers, corev1.Container{
 			Name: "keys", Image: testsImage, ImagePullPolicy: corev1.PullIfNotPresent,
-			Command: []string{"/bin/sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"},
+			Command: []string{"/bin/sh", "-c", waitForTERM},
 		})
 	}},
 	// + the chart's two ConfigMap volumes (scripts, broker-config), mounted as the chart mounts
@@ -59,7 +59,7 @@ var podCostSteps = []podCostStep{
 	// which answers them
 	{"probes", func(spec *corev1.PodSpec) {
 		// The keys sidecar serves the pod's probes; here busybox's httpd does.
-		spec.Containers[1].Command = []string{"/bin/sh", "-c", "mkdir -p /tmp/www && echo ok >/tmp/www/readyz && exec httpd -f -p 8051 -h /tmp/www"}
+		spec.Containers[1].Command = []string{"/bin/sh", "-c", readyzPage + "exec httpd -f -p 8051 -h /tmp/www"}
 		addProbes(&spec.Containers[1])
 	}},
 	// The same pod with one container (the last column but the chart's): the volumes, the
@@ -70,10 +70,17 @@ var podCostSteps = []podCostStep{
 		addSubPaths(spec)
 		addEmptyDirs(spec)
 		addImageVolume(spec)
-		spec.Containers[0].Command = []string{"/bin/sh", "-c", "mkdir -p /tmp/www && echo ok >/tmp/www/readyz && httpd -p 8051 -h /tmp/www && trap 'exit 0' TERM; sleep 3600 & wait"}
+		spec.Containers[0].Command = []string{"/bin/sh", "-c", readyzPage + "httpd -p 8051 -h /tmp/www && " + waitForTERM}
 		addProbes(&spec.Containers[0])
 	}},
 }
+
+// The shapes' containers: waitForTERM only waits, and exits at once on SIGTERM; readyzPage
+// writes the page busybox's httpd serves for the probes (the command's first part).
+const (
+	waitForTERM = "trap 'exit 0' TERM; sleep 3600 & wait"
+	readyzPage  = "mkdir -p /tmp/www && echo ok >/tmp/www/readyz && "
+)
 
 // singleStep is the index of the one-container shape: it starts again from the bare pod.
 var singleStep = slices.IndexFunc(podCostSteps, func(s podCostStep) bool { return s.name == "single" })
@@ -174,11 +181,7 @@ func BenchmarkPodCost(b *testing.B) {
 				metric(b, c.up.Seconds()/n, "s/"+name+"-up")
 				metric(b, c.cpu/n, "s/"+name+"-cpu")
 				metric(b, c.idle/n, "s/"+name+"-idle")
-				total := 0.0
-				for _, r := range c.requests {
-					total += r
-				}
-				metric(b, total/n, "s/"+name+"-requests") // the report's unit scheme: s/<side>-<row>
+				metric(b, requestTotal(c.requests)/n, "s/"+name+"-requests") // the report's unit scheme: s/<side>-<row>
 				for _, k := range kubeComponents {
 					metric(b, c.parts[k]/n, "s/"+name+"-cpu-"+k)
 				}
@@ -233,7 +236,7 @@ func podCostShape(b *testing.B, size, last int) podCost {
 		TerminationGracePeriodSeconds: ptr.To(int64(1)),
 		Containers: []corev1.Container{{
 			Name: "flux", Image: testsImage, ImagePullPolicy: corev1.PullIfNotPresent,
-			Command: []string{"/bin/sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"},
+			Command: []string{"/bin/sh", "-c", waitForTERM},
 		}},
 	}
 	steps := podCostSteps[:last+1]
@@ -309,13 +312,18 @@ func requestsSince(before, after map[string]float64) map[string]float64 {
 func topRequests(counts map[string]float64, most int) string {
 	keys := slices.Collect(maps.Keys(counts))
 	slices.SortFunc(keys, func(a, b string) int { return cmp.Or(cmp.Compare(counts[b], counts[a]), strings.Compare(a, b)) })
-	total := 0.0
-	for _, n := range counts {
-		total += n
-	}
-	line := []string{fmt.Sprintf("%.0f in all", total)}
+	line := []string{fmt.Sprintf("%.0f in all", requestTotal(counts))}
 	for _, k := range keys[:min(most, len(keys))] {
 		line = append(line, fmt.Sprintf("%s %.0f", k, counts[k]))
 	}
 	return strings.Join(line, ", ")
+}
+
+// requestTotal is the number of requests in counts.
+func requestTotal(counts map[string]float64) float64 {
+	total := 0.0
+	for _, n := range counts {
+		total += n
+	}
+	return total
 }
