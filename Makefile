@@ -23,6 +23,9 @@ export GOFLAGS ?= -trimpath
 # make lint runs go vet with every analyzer (and -tags e2e); go test's own vet pass, a subset of
 # them, would work out its facts for every dependency again (about 50 s of a first run).
 GO_TEST := go test -vet=off
+# The end-to-end targets' tests, as go test -v prints them, then the failed ones again, each with
+# its own lines only (ci/testrun), also written to bin/logs/TARGET-failures.txt.
+GO_TEST_E2E = go run ./ci/testrun --failures $(BIN)/logs/$@-failures.txt -- $(GO_TEST) -json
 # Short, bounded fuzz runs that `make test` does (package:target).
 # Budgets in executions (pkg:Target:N), about 10 s each here: a duration -fuzztime can fail with a
 # spurious "context deadline exceeded" at its end on Go < 1.27 (golang/go#75804).
@@ -151,7 +154,7 @@ E2E_PARALLEL ?= 4
 # make e2e-kwok run them, so that nothing here skips for want of either.
 e2e: build tools images ## end-to-end tests against the cluster in KUBECONFIG (default: the local one), the Kueue and kwok ones aside
 	$(push-e2e)
-	CLUSTER_REGISTRY=$(E2E_REGISTRY) $(E2E_AUTH) KUBECONFIG=$(E2E_KUBECONFIG) $(GO_TEST) -tags e2e -count=1 -timeout 70m -v -p 1 -parallel $(E2E_PARALLEL) -skip 'Kueue|Kwok' ./test/e2e/... ./keygen/kube/...
+	CLUSTER_REGISTRY=$(E2E_REGISTRY) $(E2E_AUTH) KUBECONFIG=$(E2E_KUBECONFIG) $(GO_TEST_E2E) -tags e2e -count=1 -timeout 70m -v -p 1 -parallel $(E2E_PARALLEL) -skip 'Kueue|Kwok' ./test/e2e/... ./keygen/kube/...
 
 # The simulated nodes of the scale tests: enough for 1,000 brokers by default (10 nodes of 110 pods).
 KWOK_NODES ?= 10
@@ -162,17 +165,17 @@ e2e-kwok: build tools ## the end-to-end tests at scale (E2E_KWOK_SIZE=1000 broke
 	@# Only the keygen image is pulled for real (its Job runs on the real node); the brokers' never are.
 	go run ./ci/images --out $(BIN)/images --version $(VERSION)
 	$(push-local)
-	CLUSTER_REGISTRY=$(LOCAL_REGISTRY) KUBECONFIG=$(CLUSTER_DIR)/kubeconfig MINICLUSTER_REQUIRE_KWOK=1 $(GO_TEST) -tags e2e -count=1 -timeout 40m -v -run 'Kwok' ./test/e2e/...
+	CLUSTER_REGISTRY=$(LOCAL_REGISTRY) KUBECONFIG=$(CLUSTER_DIR)/kubeconfig MINICLUSTER_REQUIRE_KWOK=1 $(GO_TEST_E2E) -tags e2e -count=1 -timeout 40m -v -run 'Kwok' ./test/e2e/...
 
 e2e-kueue: build tools images ## the Kueue tests (queue.name) with real Flux on the local cluster: kueue-up, the tests, kueue-down (also when they fail)
 	bash ci/kueue/up.sh
 	$(push-local) && \
-	CLUSTER_REGISTRY=$(LOCAL_REGISTRY) KUBECONFIG=$(CLUSTER_DIR)/kubeconfig MINICLUSTER_REQUIRE_KUEUE=1 $(GO_TEST) -tags e2e -count=1 -timeout 30m -v -run 'Kueue' ./test/e2e/...; \
+	CLUSTER_REGISTRY=$(LOCAL_REGISTRY) KUBECONFIG=$(CLUSTER_DIR)/kubeconfig MINICLUSTER_REQUIRE_KUEUE=1 $(GO_TEST_E2E) -tags e2e -count=1 -timeout 30m -v -run 'Kueue' ./test/e2e/...; \
 	rc=$$?; bash ci/kueue/down.sh; exit $$rc
 
 e2e-extra: build tools images ## tests run alone, on the local cluster: ten MiniClusters at once, a broker with a foreign certificate, a namespace of 64 brokers deleted, the API server, a kubelet and a containerd restarted under one
 	$(push-local)
-	CLUSTER_REGISTRY=$(LOCAL_REGISTRY) KUBECONFIG=$(CLUSTER_DIR)/kubeconfig $(GO_TEST) -tags 'e2e extra' -count=1 -timeout 40m -v -run 'TestManyTenants|TestForeignCertificateRefused|TestNamespaceDeletedAt64|TestControlPlaneRestarts' ./test/e2e/
+	CLUSTER_REGISTRY=$(LOCAL_REGISTRY) KUBECONFIG=$(CLUSTER_DIR)/kubeconfig $(GO_TEST_E2E) -tags 'e2e extra' -count=1 -timeout 40m -v -run 'TestManyTenants|TestForeignCertificateRefused|TestNamespaceDeletedAt64|TestControlPlaneRestarts' ./test/e2e/
 
 # Each benchmark run writes its results (figures, command, runs, date, machine) to
 # BENCH_RESULTS, one JSON file a benchmark; ci/report writes docs/performance.md from them.
