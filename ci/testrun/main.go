@@ -55,6 +55,9 @@ func run(args []string, out io.Writer, failuresFile string) int {
 	}
 	log := newLog()
 	relayErr := log.relay(stdout, out)
+	if relayErr != nil {
+		io.Copy(out, stdout) // the rest as it is, so that the command does not block writing it
+	}
 	waitErr := cmd.Wait()
 
 	digest := log.digest()
