@@ -19,12 +19,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 )
 
 // maxLines is how many of a failed test's last lines the digest keeps: enough for its error and
 // what it logged just before, few enough that several failures fit in a log's tail.
 const maxLines = 60
+
+// maxCalls is how many log and error calls the digest names from the lines it leaves out.
+const maxCalls = 30
 
 func main() {
 	failures := flag.String("failures", "", "also write the failed tests' digest to this file (emptied when none failed)")
@@ -187,7 +191,14 @@ func (l *testLog) digest() string {
 		}
 		to := min(len(lines), from+maxLines)
 		if from > 0 {
-			fmt.Fprintf(&b, "    [... %d lines]\n", from)
+			// An error is often followed by more than maxLines of diagnostics: what the cut
+			// lines logged is kept as each log or error call's first line.
+			calls := callLines(lines[:from])
+			fmt.Fprintf(&b, "    [... %d lines; the first line of %d of their log and error calls:]\n", from, len(calls))
+			for _, line := range calls {
+				b.WriteString(line)
+			}
+			b.WriteString("    [...]\n")
 		}
 		for _, line := range lines[from:to] {
 			b.WriteString(line)
@@ -197,6 +208,28 @@ func (l *testLog) digest() string {
 		}
 	}
 	return b.String()
+}
+
+// callLine matches the first line of what t.Log or t.Error wrote: its file and line, indented.
+var callLine = regexp.MustCompile(`^ {4,}[\w./-]+\.go:\d+: `)
+
+// callLines is the first line of each log and error call in lines, the first and last
+// maxCalls/2 of them when there are more, each cut to 300 characters.
+func callLines(lines []string) []string {
+	var calls []string
+	for _, line := range lines {
+		if callLine.MatchString(line) {
+			if len(line) > 300 {
+				line = line[:300] + " [...]\n"
+			}
+			calls = append(calls, line)
+		}
+	}
+	if len(calls) > maxCalls {
+		// The first ones are where a test went wrong, the last ones what it did after.
+		calls = append(calls[:maxCalls/2], calls[len(calls)-maxCalls/2:]...)
+	}
+	return calls
 }
 
 // ownLines reports whether k wrote anything besides go test's verdicts on it.

@@ -34,7 +34,7 @@ func TestParent(t *testing.T) {
 func writeModule(t *testing.T, test string) string {
 	dir := t.TempDir()
 	for name, text := range map[string]string{
-		"go.mod":         "module sample\n\ngo 1.21\n",
+		"go.mod":         "module sample\n\ngo 1.24\n",
 		"sample_test.go": test,
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
@@ -141,4 +141,31 @@ func digestOf(t *testing.T, out string) string {
 		t.Fatalf("no digest in the output:\n%s", out)
 	}
 	return out[i:]
+}
+
+// An error followed by more diagnostics than the digest keeps is still named in it.
+func TestErrorBeforeLongDiagnostics(t *testing.T) {
+	dir := writeModule(t, `package sample
+
+import "testing"
+
+func TestDiagnoses(t *testing.T) {
+	t.Log("installed")
+	t.Error("the-real-error")
+	for i := range 100 {
+		t.Logf("diagnostic %d\nsecond line of diagnostic %d", i, i)
+	}
+}
+`)
+	var out bytes.Buffer
+	run([]string{"go", "-C", dir, "test", "-json", "./..."}, &out, "")
+	d := digestOf(t, out.String())
+	for _, want := range []string{"sample_test.go:7: the-real-error", "sample_test.go:6: installed", "diagnostic 99", "second line of diagnostic 99"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("digest lacks %q:\n%s", want, d)
+		}
+	}
+	if strings.Contains(d, "second line of diagnostic 0\n") {
+		t.Errorf("digest holds a continuation line of a call it cut:\n%s", d)
+	}
 }
