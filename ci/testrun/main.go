@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -154,12 +155,9 @@ func (l *testLog) keep(k key, text string) {
 }
 
 func (l *testLog) fail(k key) {
-	for _, f := range l.failed {
-		if f == k {
-			return
-		}
+	if !slices.Contains(l.failed, k) {
+		l.failed = append(l.failed, k)
 	}
-	l.failed = append(l.failed, k)
 }
 
 // digest is what each failed test or package wrote of its own, or "" when nothing failed: its
@@ -167,14 +165,15 @@ func (l *testLog) fail(k key) {
 // there, before the goroutines' stacks). A test that only failed because its subtests did, or
 // a package because its tests did, adds nothing and is left out.
 func (l *testLog) digest() string {
-	var shown []key
-	for _, k := range l.failed {
-		if l.ownLines(k) || !l.anyShown(k.pkg, shown) && k.test == "" {
-			shown = append(shown, k)
-		}
-	}
 	if len(l.failed) == 0 {
 		return ""
+	}
+	var shown []key
+	for _, k := range l.failed {
+		samePackage := func(s key) bool { return s.pkg == k.pkg }
+		if l.ownLines(k) || k.test == "" && !slices.ContainsFunc(shown, samePackage) {
+			shown = append(shown, k)
+		}
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n==== testrun: %d failed (each one's own output, %d lines at most):\n", len(shown), maxLines)
@@ -236,15 +235,6 @@ func callLines(lines []string) []string {
 func (l *testLog) ownLines(k key) bool {
 	for _, line := range l.lines[k] {
 		if !strings.HasPrefix(line, "--- FAIL") && !strings.HasPrefix(line, "FAIL") {
-			return true
-		}
-	}
-	return false
-}
-
-func (l *testLog) anyShown(pkg string, shown []key) bool {
-	for _, k := range shown {
-		if k.pkg == pkg {
 			return true
 		}
 	}
